@@ -1,0 +1,52 @@
+"""LM setup: any DSPy/LiteLLM model string, or an embedded local GGUF run in-process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import dspy
+
+from eir_dspy.local_models import DEFAULT_MODEL, MODELS, model_path
+
+
+@dataclass(frozen=True)
+class LMSpec:
+    model: str = DEFAULT_MODEL  # a local key (see local_models.MODELS) or a LiteLLM string
+    lm_path: str | None = None  # any local GGUF; overrides `model`
+    api_base: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 2048
+    num_retries: int = 5  # provider errors are retried with backoff inside one DSPy call
+    n_ctx: int = 8192
+
+    @property
+    def is_local(self) -> bool:
+        return self.lm_path is not None or self.model in MODELS
+
+    @property
+    def name(self) -> str:
+        """The model string logged and priced: local models are `local/<key or file stem>`."""
+        if self.lm_path:
+            return f"local/{Path(self.lm_path).stem}"
+        return f"local/{self.model}" if self.model in MODELS else self.model
+
+
+def build_lm(spec: LMSpec) -> dspy.LM:
+    if spec.is_local:
+        from eir_dspy.llama_engine import LlamaEngine
+
+        path = Path(spec.lm_path) if spec.lm_path else model_path(spec.model)
+        if not path.is_file():
+            raise FileNotFoundError(f"--lm-path {path} is not a file")
+        # Greedy local decoding is deterministic, so DSPy's response cache would only hide cost.
+        return dspy.LM(spec.name, engine=LlamaEngine(path, n_ctx=spec.n_ctx), cache=False,
+                       temperature=spec.temperature, max_tokens=spec.max_tokens)
+    kwargs = {"api_base": spec.api_base} if spec.api_base else {}
+    return dspy.LM(spec.model, temperature=spec.temperature, max_tokens=spec.max_tokens,
+                   num_retries=spec.num_retries, **kwargs)
+
+
+def supports_grammar(lm: dspy.LM | None) -> bool:
+    """Whether the LM's engine turns a JSON schema into constrained decoding (our llama.cpp engine does)."""
+    return lm is not None and bool(getattr(getattr(lm, "engine", None), "constrained_decoding", False))

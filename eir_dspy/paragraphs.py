@@ -1,0 +1,19 @@
+"""The unit every setting reads: a titled paragraph already split into sentences."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """One pool paragraph. `title` is unique within a pool; `source_index` is its
+    position in the benchmark record (MuSiQue scores support by it)."""
+
+    title: str
+    sentences: tuple[str, ...]
+    source_index: int
+
+    @property
+    def text(self) -> str:
+        return "".join(self.sentences)

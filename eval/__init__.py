@@ -1,0 +1,1 @@
+"""Evaluation: data loaders, metrics, statistics and the run command."""

@@ -1,0 +1,115 @@
+"""`python -m eval.run`: run one method on one dataset with one LM, score it, log it to MLflow.
+
+Why not dspy.Evaluate: each finished question must be written to disk at once (resume), each
+question needs its own LM copy (exact per-call accounting), and a failed question must keep its
+error in the record. A small thread pool over `run_question` does exactly that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import dspy
+import mlflow
+from tqdm import tqdm
+
+from eir_dspy.lm import LMSpec, build_lm, supports_grammar
+from eir_dspy.local_models import DEFAULT_MODEL
+from eval import tracking
+from eval.data import DATASETS, DataError, load_questions, resolve_data_file
+from eval.execute import run_question
+from eval.records import ResultsFile
+from eval.summary import format_table, summarize
+from programs import METHODS
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m eval.run", description=__doc__.splitlines()[0])
+    p.add_argument("--method", default="eir", choices=sorted(METHODS))
+    p.add_argument("--dataset", default="hotpotqa", choices=DATASETS)
+    p.add_argument("--data", default=None, help="a data file or directory (else $EIR_DATA_DIR, else the hub)")
+    p.add_argument("--limit", type=_positive, default=5, help="number of questions (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the question sample (stable order)")
+    p.add_argument("--lm", default=DEFAULT_MODEL, help="a local model key or any DSPy/LiteLLM model string")
+    p.add_argument("--lm-path", default=None, help="run any local GGUF file in-process")
+    p.add_argument("--api-base", default=None, help="base URL for an OpenAI-compatible server")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--max-tokens", type=_positive, default=2048)
+    p.add_argument("--budget", type=_positive, default=6, help="H: paragraph reads per question")
+    p.add_argument("--threads", type=_positive, default=1)
+    p.add_argument("--experiment", default="eir-dspy")
+    p.add_argument("--out", default="runs", help="where per-question results are written as they finish")
+    p.add_argument("--resume", metavar="RUN_ID", default=None, help="continue a killed run")
+    p.add_argument("--trace", action="store_true", help="log DSPy traces with mlflow.dspy.autolog()")
+    return p.parse_args(argv)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    uri = tracking.setup(args.experiment)
+    config = tracking.saved_config(args.resume) if args.resume else None
+    if config is None:
+        try:
+            data_file = resolve_data_file(args.dataset, args.data)
+        except DataError as exc:
+            raise SystemExit(f"error: {exc}") from None
+        config = {"method": args.method, "dataset": args.dataset, "data_file": str(data_file), "n": args.limit,
+                  "seed": args.seed, "lm": LMSpec(args.lm, args.lm_path).name, "lm_model": args.lm,
+                  "lm_path": args.lm_path, "api_base": args.api_base, "temperature": args.temperature,
+                  "max_tokens": args.max_tokens, "budget": args.budget, "threads": args.threads}
+    try:
+        questions = load_questions(config["dataset"], config["data_file"], limit=config["n"], seed=config["seed"])
+    except DataError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    spec = LMSpec(config["lm_model"], config["lm_path"], config["api_base"], config["temperature"], config["max_tokens"])
+    lm = build_lm(spec)
+    config["constrained"] = supports_grammar(lm)
+    config["n"] = len(questions)
+    dspy.configure(lm=lm, adapter=dspy.JSONAdapter())
+    if args.trace:
+        mlflow.dspy.autolog()
+    program = METHODS[config["method"]](budget=config["budget"])
+
+    with mlflow.start_run(run_id=args.resume, run_name=None if args.resume else tracking.run_name(config)) as run:
+        if not args.resume:
+            tracking.log_config(config)
+            mlflow.set_tag(tracking.RESULTS_TAG, str(Path(args.out) / run.info.run_id / "results.jsonl"))
+        results = ResultsFile(Path(mlflow.get_run(run.info.run_id).data.tags[tracking.RESULTS_TAG]))
+        done = results.load()
+        todo = [q for q in questions if q.id not in done]
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=config["threads"]) as pool, \
+                tqdm(total=len(questions), initial=len(questions) - len(todo), desc=tracking.run_name(config)) as bar:
+            futures = [pool.submit(run_question, program, lm, q) for q in todo]
+            for future in as_completed(futures):
+                record = future.result()
+                results.append(record)  # written now: a killed run resumes from here
+                done[record["id"]] = record
+                bar.update(1)
+        records = [done[q.id] for q in questions]  # question order, whatever order they finished in
+        metrics = summarize(records)
+        metrics["wall_time_s"] = time.perf_counter() - t0
+        tracking.log_results(records, metrics, str(results.path))
+        run_id = run.info.run_id
+    print()
+    print(format_table(metrics, f"{config['method']}/{config['dataset']}"))
+    failed = int(metrics["failed_questions"])
+    if failed:
+        print(f"{failed} question(s) failed; their errors are in {results.path}", file=sys.stderr)
+    print(f"\nMLflow run {run_id} in {uri}. Open the UI with:\n  mlflow ui --backend-store-uri {uri}")
+    return {"run_id": run_id, "metrics": metrics, "records": records}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Run-level metrics, computed only from per-question records."""
+
+from __future__ import annotations
+
+from statistics import mean
+
+
+def summarize(records: list[dict]) -> dict[str, float]:
+    """Answer/EM/support on a 0-100 scale over every question (failures count as 0)."""
+    if not records:
+        raise ValueError("no per-question records to summarize")
+    n = len(records)
+    turns = sum(r["turns"] for r in records)
+    costs = [r["cost_usd"] for r in records]
+    priced = all(c is not None for c in costs)
+    return {
+        "answer_f1": 100 * mean(r["answer_f1"] for r in records),
+        "em": 100 * mean(r["em"] for r in records),
+        "support_f1": 100 * mean(r["support_f1"] for r in records),
+        "calls_per_question": mean(r["calls"] for r in records),
+        "prompt_tokens_per_question": mean(r["prompt_tokens"] for r in records),
+        "completion_tokens_per_question": mean(r["completion_tokens"] for r in records),
+        "tokens_per_question": mean(r["prompt_tokens"] + r["completion_tokens"] for r in records),
+        "cost_usd": sum(costs) if priced else float("nan"),
+        "cost_per_question_usd": (sum(costs) / n) if priced else float("nan"),
+        "rejected_action_rate": (sum(r["rejected_actions"] for r in records) / turns) if turns else 0.0,
+        "gold_paragraphs_read": 100 * mean(r["gold_read_share"] for r in records),
+        "reads_per_question": mean(r["reads"] for r in records),
+        "seconds_per_question": mean(r["seconds"] for r in records),
+        "forced_end_rate": mean(1.0 if r["forced_end"] else 0.0 for r in records),
+        "failed_questions": float(sum(r["error"] is not None for r in records)),
+        "cache_hit_calls": float(sum(r["cache_hits"] for r in records)),
+        "n": float(n),
+    }
+
+
+TABLE_KEYS = [
+    ("answer_f1", "Answer F1", "{:.1f}"),
+    ("em", "EM", "{:.1f}"),
+    ("support_f1", "Support F1", "{:.1f}"),
+    ("calls_per_question", "calls/q", "{:.2f}"),
+    ("tokens_per_question", "tokens/q", "{:.0f}"),
+    ("seconds_per_question", "s/q", "{:.1f}"),
+    ("rejected_action_rate", "rejected", "{:.3f}"),
+    ("gold_paragraphs_read", "gold read %", "{:.1f}"),
+]
+
+
+def format_table(metrics: dict[str, float], label: str) -> str:
+    head = ["run"] + [name for _, name, _ in TABLE_KEYS]
+    row = [label] + [fmt.format(metrics[k]) for k, _, fmt in TABLE_KEYS]
+    widths = [max(len(a), len(b)) for a, b in zip(head, row)]
+    line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
+    return "\n".join([line(head), "-+-".join("-" * w for w in widths), line(row)])

@@ -1,0 +1,30 @@
+"""The final answer call, shared by EIR and Full Pool.
+
+Its only inputs are the question and evidence sentences. This is the boundary of EIR:
+nothing from the trajectory (lists, submitted answer, reasoning) can be passed in.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from eir_dspy.accounting import lm_call
+from eir_dspy.lm import supports_grammar
+from signatures import FinalAnswer
+from signatures.schemas import final_answer_schema, response_format
+
+
+class AnswerFromEvidence(dspy.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.predict = dspy.Predict(FinalAnswer)
+
+    def forward(self, question: str, evidence: str, titles: list[str]) -> dspy.Prediction:
+        """`evidence` is rendered sentences; `titles` the paragraphs they come from (for decoding only)."""
+        config = response_format("final_answer", final_answer_schema(titles)) if supports_grammar(dspy.settings.lm) else {}
+        try:
+            out = lm_call("final", self.predict, question=question, evidence=evidence, config=config)
+        except dspy.utils.exceptions.AdapterParseError:
+            return dspy.Prediction(answer="", citations=[], parsed=False)
+        citations = [(c.title, c.sentence) for c in out.citations]
+        return dspy.Prediction(answer=out.answer.strip(), citations=citations, parsed=True)

@@ -1,0 +1,80 @@
+"""EIR: one LM call per turn updates requirements and conclusions and picks the next action;
+a separate final call answers from the question and the evidence sentences alone."""
+
+from __future__ import annotations
+
+import dspy
+
+from eir_dspy.accounting import lm_call
+from eir_dspy.episode import Action, Episode, Proposal, run_episode
+from eir_dspy.lm import supports_grammar
+from eir_dspy.paragraphs import Paragraph
+from eir_dspy.state import AgentLists
+from programs.answer import AnswerFromEvidence
+from signatures import EIRTurn
+from signatures.schemas import eir_turn_schema, response_format
+
+
+class EIRPolicy:
+    def __init__(self, predict: dspy.Predict) -> None:
+        self.predict = predict
+        self.lists = AgentLists()
+
+    def propose(self, episode: Episode) -> Proposal:
+        unread = list(episode.env.unread_titles)
+        config = {}
+        if supports_grammar(dspy.settings.lm):
+            config = response_format("eir_turn", eir_turn_schema(unread, list(episode.evidence.titles)))
+        try:
+            out = lm_call(
+                "turn", self.predict,
+                question=episode.question,
+                unread_titles="\n".join(unread) or "(all paragraphs have been read)",
+                requirements=self.lists.render_requirements(),
+                conclusions=self.lists.render_conclusions(),
+                last_result=episode.last_feedback,
+                config=config,
+            )
+        except dspy.utils.exceptions.AdapterParseError as exc:
+            return Proposal(None, error=f"the output was not valid JSON for the required fields ({_short(exc)})")
+        a = out.action
+        return Proposal(Action(kind=a.kind, title=a.title, answer=a.answer),
+                        payload=(out.requirement_updates, out.conclusion_updates))
+
+    def check(self, action: Action, episode: Episode) -> str | None:
+        return None  # EIR's answer comes from the final call, so any submit is acceptable
+
+    def commit(self, proposal: Proposal, episode: Episode) -> list[str]:
+        # Citations are checked against evidence read BEFORE this turn's action executes.
+        requirement_updates, conclusion_updates = proposal.payload
+        problems = self.lists.apply(requirement_updates, conclusion_updates, episode.evidence)
+        if problems:
+            return ["Your list updates were discarded (all of them): " + "; ".join(problems)]
+        return []
+
+
+class EIR(dspy.Module):
+    def __init__(self, budget: int = 6) -> None:
+        super().__init__()
+        self.budget = budget
+        self.turn = dspy.Predict(EIRTurn)
+        self.answer = AnswerFromEvidence()
+
+    def forward(self, question: str, paragraphs: tuple[Paragraph, ...]) -> dspy.Prediction:
+        policy = EIRPolicy(self.turn)
+        episode = run_episode(question, paragraphs, policy, self.budget)
+        # The boundary: only the question and the evidence sentences cross into the final call.
+        final = self.answer(question=question, evidence=episode.evidence.render(), titles=list(episode.evidence.titles))
+        return dspy.Prediction(
+            answer=final.answer,
+            citations=final.citations,
+            episode=episode,
+            trajectory={"turns": [t.__dict__ for t in episode.turns], **policy.lists.snapshot(),
+                        "submitted": episode.submitted.answer if episode.submitted else None,
+                        "forced_end": episode.forced_end, "final_parsed": final.parsed},
+        )
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:200]

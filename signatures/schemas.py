@@ -1,0 +1,64 @@
+"""JSON schemas for constrained decoding on the local model, built per call from the live state.
+
+They mirror the signatures' output fields (what JSONAdapter parses) but narrow them: titles
+become enums of the titles that are really there, lists and strings get small caps so a
+1.5B model cannot ramble. API models get the plain signature instead.
+"""
+
+from __future__ import annotations
+
+_TEXT = {"type": "string", "maxLength": 200}
+_ID = {"anyOf": [{"type": "string", "maxLength": 8}, {"type": "null"}]}
+
+
+def _citations(read_titles: list[str], max_items: int) -> dict:
+    if not read_titles:
+        return {"type": "array", "maxItems": 0}
+    item = {
+        "type": "object",
+        "properties": {"title": {"enum": list(read_titles)}, "sentence": {"type": "integer", "minimum": 0}},
+        "required": ["title", "sentence"],
+    }
+    return {"type": "array", "items": item, "maxItems": max_items}
+
+
+def eir_turn_schema(unread_titles: list[str], read_titles: list[str]) -> dict:
+    requirement = {
+        "type": "object",
+        "properties": {"id": _ID, "text": _TEXT, "status": {"enum": ["open", "satisfied"]}},
+        "required": ["id", "text", "status"],
+    }
+    conclusion = {
+        "type": "object",
+        "properties": {"id": _ID, "claim": _TEXT, "status": {"enum": ["supported", "retracted"]},
+                       "citations": _citations(read_titles, 3)},
+        "required": ["id", "claim", "status", "citations"],
+    }
+    action = {
+        "type": "object",
+        "properties": {"kind": {"enum": ["read", "submit"]}, "title": {"enum": [*unread_titles, ""]},
+                       "answer": {"type": "string", "maxLength": 100}},
+        "required": ["kind", "title", "answer"],
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "requirement_updates": {"type": "array", "items": requirement, "maxItems": 3},
+            "conclusion_updates": {"type": "array", "items": conclusion, "maxItems": 3},
+            "action": action,
+        },
+        "required": ["requirement_updates", "conclusion_updates", "action"],
+    }
+
+
+def final_answer_schema(read_titles: list[str]) -> dict:
+    return {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "maxLength": 100}, "citations": _citations(read_titles, 6)},
+        "required": ["answer", "citations"],
+    }
+
+
+def response_format(name: str, schema: dict) -> dict:
+    """The OpenAI-chat shape DSPy carries into Request.config.response_format."""
+    return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}

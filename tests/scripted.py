@@ -1,0 +1,58 @@
+"""A scripted engine for offline tests: the real dspy.LM / JSONAdapter path, canned outputs.
+
+Each reply is a dict (serialised as the JSON object JSONAdapter parses), a raw string, or a
+callable taking the prompt text. Every prompt is kept so tests can assert on what the model saw.
+Token usage is deterministic (words in, words out) so accounting can be checked exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import dspy
+from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
+
+
+class ScriptedEngine:
+    def __init__(self, replies, constrained: bool = False):
+        self.replies = list(replies)
+        self.prompts: list[str] = []
+        self.formats: list[dict | None] = []
+        self.constrained_decoding = constrained
+        self._lock = threading.Lock()
+
+    def complete(self, request) -> Response:
+        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or ())
+        prompt = system + "\n" + "\n".join(m.text or "" for m in request.messages)
+        with self._lock:
+            self.prompts.append(prompt)
+            self.formats.append(request.config.response_format)
+            if not self.replies:
+                raise AssertionError("the scripted LM ran out of replies")
+            reply = self.replies.pop(0)
+        if callable(reply):
+            reply = reply(prompt)
+        text = reply if isinstance(reply, str) else json.dumps(reply)
+        return Response(id=None, model="scripted", message=Message.assistant([TextPart(text)]), finish_reason="stop",
+                        usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())))
+
+    def stream(self, request):
+        return response_to_events(self.complete(request))
+
+    def close(self):
+        pass
+
+
+def scripted_lm(replies, constrained: bool = False, cache: bool = False, model: str = "local/scripted") -> dspy.LM:
+    return dspy.LM(model, engine=ScriptedEngine(replies, constrained), cache=cache, temperature=0.0, max_tokens=512)
+
+
+def turn(kind="read", title="", answer="", reqs=(), concls=()):
+    """One EIR turn output as the model would write it."""
+    return {"requirement_updates": list(reqs), "conclusion_updates": list(concls),
+            "action": {"kind": kind, "title": title, "answer": answer}}
+
+
+def final(answer, citations=()):
+    return {"answer": answer, "citations": [{"title": t, "sentence": s} for t, s in citations]}
