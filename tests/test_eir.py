@@ -1,0 +1,92 @@
+import dspy
+import pytest
+
+from eir_dspy.accounting import Ledger, recording
+from eir_dspy.paragraphs import Paragraph
+from programs.eir import EIR
+from tests.scripted import final, scripted_lm, turn
+
+POOL = (
+    Paragraph("Tinted Windows (album)", ("Tinted Windows is the debut album of Tinted Windows.",), 0),
+    Paragraph("Tinted Windows (band)", ("Tinted Windows is a supergroup.", " Their first show was in Tulsa."), 1),
+    Paragraph("Act of Congress", ("Act of Congress is a group.",), 2),
+)
+Q = "The band who released the debut album Tinted Windows had their first performance in what city?"
+REQ = {"id": None, "text": "QQREQUIREMENT city of first show", "status": "open"}
+CONC = {"id": None, "claim": "QQCLAIM first show in Tulsa", "status": "supported",
+        "citations": [{"title": "Tinted Windows (band)", "sentence": 1}]}
+
+
+def run(replies, budget=6, constrained=False):
+    lm = scripted_lm(replies, constrained=constrained)
+    ledger = Ledger()
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), recording(ledger):
+        pred = EIR(budget=budget)(question=Q, paragraphs=POOL)
+    return pred, ledger, lm.engine
+
+
+def test_final_answer_sees_only_question_and_evidence():
+    pred, ledger, engine = run([
+        turn("read", "Tinted Windows (album)", reqs=[REQ]),
+        turn("read", "Tinted Windows (band)"),
+        turn("submit", answer="QQSUBMITTED Tulsa, Oklahoma", concls=[CONC]),
+        final("Tulsa", [("Tinted Windows (band)", 1)]),
+    ])
+    final_prompt = engine.prompts[-1]
+    assert pred.answer == "Tulsa" and pred.citations == [("Tinted Windows (band)", 1)]
+    assert pred.trajectory["conclusions"][0]["claim"] == "QQCLAIM first show in Tulsa"
+    for leaked in ("QQREQUIREMENT", "QQCLAIM", "QQSUBMITTED", "R1", "C1", "Act of Congress"):
+        assert leaked not in final_prompt
+    assert "[1] Their first show was in Tulsa." in final_prompt and Q in final_prompt
+    assert ledger.by_role() == {"turn": 3, "final": 1}
+
+
+def test_turn_prompt_has_the_lists_and_only_unread_titles():
+    _, _, engine = run([turn("read", "Act of Congress", reqs=[REQ]), turn("submit"), final("x")])
+    second = engine.prompts[1]
+    assert "R1 [open] QQREQUIREMENT city of first show" in second
+    unread = second.rsplit("[[ ## unread_titles ## ]]", 1)[1].split("[[ ##")[0]
+    assert "Act of Congress" not in unread and "Tinted Windows (album)" in unread
+
+
+def test_invalid_list_update_is_discarded_and_explained_next_turn():
+    bad = dict(CONC, citations=[{"title": "Tinted Windows (band)", "sentence": 1}])  # not read yet
+    pred, _, engine = run([turn("read", "Tinted Windows (album)", reqs=[REQ], concls=[bad]), turn("submit"), final("x")])
+    assert pred.trajectory["requirements"] == [] and pred.trajectory["conclusions"] == []
+    assert "Your list updates were discarded (all of them)" in engine.prompts[1]
+    assert "('Tinted Windows (band)', 1) is not a sentence you have read" in engine.prompts[1]
+
+
+def test_forced_end_still_answers_and_calls_stay_within_turns_plus_one():
+    titles = [p.title for p in POOL]
+    replies = [turn("read", t) for t in titles] + [turn("read", titles[0])] + [final("Tulsa")]
+    pred, ledger, _ = run(replies, budget=3)
+    ep = pred.episode
+    assert ep.forced_end and ep.reads == 3 and len(ep.turns) == 4 and ep.turns[-1].accepted is False
+    assert pred.answer == "Tulsa" and pred.trajectory["submitted"] is None
+    assert ledger.n_calls == len(ep.turns) + 1 == 5
+
+
+def test_unparseable_turn_is_rejected_and_consumes_a_turn():
+    pred, ledger, engine = run(["I think I should read the band page.", turn("submit"), final("x")], budget=2)
+    ep = pred.episode
+    assert [t.accepted for t in ep.turns] == [False, True]
+    assert "Turn 1 was rejected: the output was not valid JSON" in engine.prompts[1]
+    assert ledger.n_calls == 3  # the rejected call is counted
+
+
+def test_constrained_engine_gets_title_enums_of_unread_and_read_titles():
+    _, _, engine = run([turn("read", "Act of Congress"), turn("submit"), final("x")], constrained=True)
+    first, second, last = engine.formats
+    action_titles = second["schema"]["properties"]["action"]["properties"]["title"]["enum"]
+    assert action_titles == ["Tinted Windows (album)", "Tinted Windows (band)", ""]
+    cites = second["schema"]["properties"]["conclusion_updates"]["items"]["properties"]["citations"]
+    assert cites["items"]["properties"]["title"]["enum"] == ["Act of Congress"]
+    assert first["schema"]["properties"]["conclusion_updates"]["items"]["properties"]["citations"]["maxItems"] == 0
+    assert last["schema"]["properties"]["citations"]["items"]["properties"]["title"]["enum"] == ["Act of Congress"]
+
+
+@pytest.mark.parametrize("constrained", [False])
+def test_unconstrained_engine_gets_no_schema(constrained):
+    _, _, engine = run([turn("submit"), final("x")], constrained=constrained)
+    assert engine.formats == [None, None]

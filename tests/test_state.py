@@ -1,0 +1,59 @@
+from eir_dspy.evidence import EvidenceStore
+from eir_dspy.paragraphs import Paragraph
+from eir_dspy.state import AgentLists, Citation, ConclusionUpdate, RequirementUpdate
+
+ALPHA = Paragraph("Alpha", ("Alpha is a band.", " It formed in Tulsa."), 0)
+
+
+def store_with_alpha():
+    store = EvidenceStore()
+    store.add_paragraph(ALPHA, turn=1)
+    return store
+
+
+def test_valid_updates_add_then_revise_by_id():
+    lists, store = AgentLists(), store_with_alpha()
+    assert lists.apply([RequirementUpdate(text="where formed")],
+                       [ConclusionUpdate(claim="Alpha formed in Tulsa", citations=[Citation(title="Alpha", sentence=1)])],
+                       store) == []
+    assert lists.apply([RequirementUpdate(id="R1", text="where formed", status="satisfied")], [], store) == []
+    assert lists.requirements["R1"].status == "satisfied"
+    assert list(lists.requirements) == ["R1"]
+    assert lists.conclusions["C1"].citations[0].sentence == 1
+
+
+def test_revising_unknown_id_is_rejected():
+    lists = AgentLists()
+    problems = lists.apply([RequirementUpdate(id="R7", text="x")], [], EvidenceStore())
+    assert problems == ["requirement id 'R7' does not exist"]
+    assert lists.requirements == {}
+
+
+def test_citing_unread_sentence_is_rejected():
+    lists, store = AgentLists(), store_with_alpha()
+    problems = lists.apply([], [ConclusionUpdate(claim="c", citations=[Citation(title="Alpha", sentence=2)])], store)
+    assert problems == ["citation ('Alpha', 2) is not a sentence you have read"]
+    problems = lists.apply([], [ConclusionUpdate(claim="c", citations=[Citation(title="Beta", sentence=0)])], store)
+    assert "('Beta', 0)" in problems[0]
+    assert lists.conclusions == {}
+
+
+def test_mixed_valid_and_invalid_updates_are_discarded_together():
+    lists, store = AgentLists(), store_with_alpha()
+    problems = lists.apply(
+        [RequirementUpdate(text="a valid new requirement")],
+        [ConclusionUpdate(claim="ok", citations=[Citation(title="Alpha", sentence=0)]),
+         ConclusionUpdate(id="C9", claim="revises nothing")],
+        store,
+    )
+    assert problems == ["conclusion id 'C9' does not exist"]
+    assert lists.requirements == {} and lists.conclusions == {}
+
+
+def test_evidence_records_are_verbatim_and_rereading_adds_nothing():
+    store = EvidenceStore()
+    new = store.add_paragraph(ALPHA, turn=3)
+    assert [(r.title, r.sentence_index, r.text, r.turn) for r in new] == [
+        ("Alpha", 0, "Alpha is a band.", 3), ("Alpha", 1, " It formed in Tulsa.", 3)]
+    assert store.add_paragraph(ALPHA, turn=4) == []
+    assert len(store) == 2 and store.records[1].turn == 3
