@@ -58,27 +58,32 @@ def load_questions(
 ) -> list[Question]:
     """Load `dataset` questions; shuffle with `random.Random(seed)` (None keeps file
     order), then keep the first `limit`."""
+    source = resolve_data_file(dataset, data)
+    questions = _load_from_hub(dataset) if source is None else load_file(source, dataset)
+
+    if seed is not None:
+        random.Random(seed).shuffle(questions)
+    return questions if limit is None else questions[:limit]
+
+
+def resolve_data_file(dataset: str, data: str | os.PathLike | None = None) -> Path | None:
+    """The file `load_questions` reads: `data` (file or directory), else $EIR_DATA_DIR,
+    else None, meaning the Hugging Face hub."""
     if dataset not in DATASETS:
         raise DataError(f"unknown dataset {dataset!r}; expected one of {DATASETS}")
     if data is not None:
         path = Path(data)
         if path.is_dir():
-            questions = load_file(find_file(dataset, path), dataset)
-        elif path.is_file():
-            questions = load_file(path, dataset)
-        else:
-            raise DataError(f"--data {str(path)!r} is neither a file nor a directory")
-    elif os.environ.get("EIR_DATA_DIR"):
+            return find_file(dataset, path)
+        if path.is_file():
+            return path
+        raise DataError(f"--data {str(path)!r} is neither a file nor a directory")
+    if os.environ.get("EIR_DATA_DIR"):
         env_dir = Path(os.environ["EIR_DATA_DIR"])
         if not env_dir.is_dir():
             raise DataError(f"EIR_DATA_DIR={str(env_dir)!r} is not a directory")
-        questions = load_file(find_file(dataset, env_dir), dataset)
-    else:
-        questions = _load_from_hub(dataset)
-
-    if seed is not None:
-        random.Random(seed).shuffle(questions)
-    return questions if limit is None else questions[:limit]
+        return find_file(dataset, env_dir)
+    return None
 
 
 def find_file(dataset: str, directory: Path) -> Path:

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> dict:
             data_file = resolve_data_file(args.dataset, args.data)
         except DataError as exc:
             raise SystemExit(f"error: {exc}") from None
-        config = {"method": args.method, "dataset": args.dataset, "data_file": str(data_file), "n": args.limit,
+        config = {"method": args.method, "dataset": args.dataset, "data_file": data_file and str(data_file), "n": args.limit,
                   "seed": args.seed, "lm": LMSpec(args.lm, args.lm_path).name, "lm_model": args.lm,
                   "lm_path": args.lm_path, "api_base": args.api_base, "temperature": args.temperature,
                   "max_tokens": args.max_tokens, "budget": args.budget, "threads": args.threads}

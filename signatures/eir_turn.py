@@ -17,11 +17,11 @@ class EIRAction(BaseModel):
 
 
 class EIRTurn(dspy.Signature):
-    """Gather evidence for a multi-hop question, one paragraph at a time.
-    Requirements name information still missing; mark one satisfied once found.
-    Conclusions state facts and cite the sentences you read, as paragraph title and sentence index.
-    Add an entry with id null; revise one by giving its existing id. Use [] when nothing changes.
-    Then read the unread paragraph most likely to hold missing information, or submit when the conclusions answer the question."""
+    """Gather evidence for a multi-hop question, reading one paragraph per turn.
+    Requirements: facts still missing. On the first turn add one per fact the question needs; mark one satisfied once found.
+    Conclusions: facts you found, each citing the sentences you read (paragraph title and sentence index).
+    Add an entry with id null; revise one by its existing id.
+    Action: read the unread paragraph most likely to hold an open requirement, or submit once the conclusions answer the question."""
 
     question: str = dspy.InputField()
     unread_titles: str = dspy.InputField(desc="paragraphs you can still read")

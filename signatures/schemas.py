@@ -11,12 +11,20 @@ _TEXT = {"type": "string", "maxLength": 200}
 _ID = {"anyOf": [{"type": "string", "maxLength": 8}, {"type": "null"}]}
 
 
+def _title_enum(titles: list[str]) -> dict:
+    # llama.cpp's schema-to-grammar converter mis-escapes a literal holding `"` or `\`;
+    # for such pools fall back to a free string (the environment still matches titles).
+    if any('"' in t or "\\" in t for t in titles):
+        return {"type": "string", "maxLength": 200}
+    return {"enum": list(titles)}
+
+
 def _citations(read_titles: list[str], max_items: int) -> dict:
     if not read_titles:
-        return {"type": "array", "maxItems": 0}
+        return {"const": []}  # the converter ignores maxItems 0
     item = {
         "type": "object",
-        "properties": {"title": {"enum": list(read_titles)}, "sentence": {"type": "integer", "minimum": 0}},
+        "properties": {"title": _title_enum(read_titles), "sentence": {"type": "integer", "minimum": 0}},
         "required": ["title", "sentence"],
     }
     return {"type": "array", "items": item, "maxItems": max_items}
@@ -34,12 +42,12 @@ def eir_turn_schema(unread_titles: list[str], read_titles: list[str]) -> dict:
                        "citations": _citations(read_titles, 3)},
         "required": ["id", "claim", "status", "citations"],
     }
-    action = {
-        "type": "object",
-        "properties": {"kind": {"enum": ["read", "submit"]}, "title": {"enum": [*unread_titles, ""]},
-                       "answer": {"type": "string", "maxLength": 100}},
-        "required": ["kind", "title", "answer"],
-    }
+    # A read names only a title and a submit only an answer: no tokens spent on the other field.
+    submit = {"type": "object", "properties": {"kind": {"const": "submit"}, "answer": {"type": "string", "maxLength": 100}},
+              "required": ["kind", "answer"]}
+    read = {"type": "object", "properties": {"kind": {"const": "read"}, "title": _title_enum(unread_titles)},
+            "required": ["kind", "title"]}
+    action = {"anyOf": [read, submit]} if unread_titles else submit
     return {
         "type": "object",
         "properties": {

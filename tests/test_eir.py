@@ -78,11 +78,12 @@ def test_unparseable_turn_is_rejected_and_consumes_a_turn():
 def test_constrained_engine_gets_title_enums_of_unread_and_read_titles():
     _, _, engine = run([turn("read", "Act of Congress"), turn("submit"), final("x")], constrained=True)
     first, second, last = engine.formats
-    action_titles = second["schema"]["properties"]["action"]["properties"]["title"]["enum"]
-    assert action_titles == ["Tinted Windows (album)", "Tinted Windows (band)", ""]
+    read, submit = second["schema"]["properties"]["action"]["anyOf"]
+    assert read["properties"]["title"]["enum"] == ["Tinted Windows (album)", "Tinted Windows (band)"]
+    assert submit["properties"]["kind"] == {"const": "submit"} and "title" not in submit["properties"]
     cites = second["schema"]["properties"]["conclusion_updates"]["items"]["properties"]["citations"]
     assert cites["items"]["properties"]["title"]["enum"] == ["Act of Congress"]
-    assert first["schema"]["properties"]["conclusion_updates"]["items"]["properties"]["citations"]["maxItems"] == 0
+    assert first["schema"]["properties"]["conclusion_updates"]["items"]["properties"]["citations"] == {"const": []}
     assert last["schema"]["properties"]["citations"]["items"]["properties"]["title"]["enum"] == ["Act of Congress"]
 
 
