@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> dict:
         except DataError as exc:
             raise SystemExit(f"error: {exc}") from None
         config = {"method": args.method, "dataset": args.dataset, "data_file": data_file and str(data_file), "n": args.limit,
-                  "seed": args.seed, "lm": LMSpec(args.lm, args.lm_path).name, "lm_model": args.lm,
+                  "seed": args.seed, "lm_model": args.lm,
                   "lm_path": args.lm_path, "api_base": args.api_base, "temperature": args.temperature,
                   "max_tokens": args.max_tokens, "budget": args.budget, "threads": args.threads}
     try:
@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(f"error: {exc}") from None
     spec = LMSpec(config["lm_model"], config["lm_path"], config["api_base"], config["temperature"], config["max_tokens"])
     lm = build_lm(spec)
+    config["lm"] = lm.model  # the model string actually called (and priced)
     config["constrained"] = supports_grammar(lm)
     config["n"] = len(questions)
     dspy.configure(lm=lm, adapter=dspy.JSONAdapter())

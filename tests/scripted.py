@@ -16,7 +16,8 @@ from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 class ScriptedEngine:
     def __init__(self, replies, constrained: bool = False):
-        self.replies = list(replies)
+        # A list is consumed in order; a callable answers every prompt.
+        self.replies = replies if callable(replies) else list(replies)
         self.prompts: list[str] = []
         self.formats: list[dict | None] = []
         self.constrained_decoding = constrained
@@ -28,9 +29,12 @@ class ScriptedEngine:
         with self._lock:
             self.prompts.append(prompt)
             self.formats.append(request.config.response_format)
-            if not self.replies:
+            if callable(self.replies):
+                reply = self.replies
+            elif not self.replies:
                 raise AssertionError("the scripted LM ran out of replies")
-            reply = self.replies.pop(0)
+            else:
+                reply = self.replies.pop(0)
         if callable(reply):
             reply = reply(prompt)
         text = reply if isinstance(reply, str) else json.dumps(reply)

@@ -1,0 +1,109 @@
+"""eval.run end to end on a scripted LM: MLflow params/metrics/artifacts, failures, resume."""
+
+import json
+
+import mlflow
+import pytest
+
+import eval.run as run_module
+from tests.scripted import final, scripted_lm, turn
+
+QUESTIONS = [
+    ("q1", "Who founded Blue Moth?", "Lena Osk"),
+    ("q2", "Where is Fort Ban?", "Varn"),
+    ("q3", "When did Red Moth form?", "1999"),
+]
+
+
+def write_data(path):
+    with open(path, "w") as f:
+        for qid, question, answer in QUESTIONS:
+            f.write(json.dumps({
+                "id": qid, "question": question, "answer": answer, "type": "bridge", "level": "hard",
+                "supporting_facts": {"title": [f"{qid} gold"], "sent_id": [0]},
+                "context": {"title": [f"{qid} distractor", f"{qid} gold"],
+                            "sentences": [["Nothing here."], [f"The answer is {answer}."]]},
+            }) + "\n")
+
+
+def reply(prompt, interrupt_on=None):
+    """Read once (by a bad title, so the pool fallback reads the first paragraph), then submit;
+    the final call answers q1 and q3 correctly and q2 wrongly."""
+    question = prompt.rsplit("[[ ## question ## ]]", 1)[1].split("[[ ##")[0].strip()
+    if interrupt_on and interrupt_on in question:
+        raise KeyboardInterrupt  # the run is killed half way
+    if "[[ ## evidence ## ]]" in prompt:
+        answers = {q: a for _, q, a in QUESTIONS}
+        title = next(qid for qid, q, _ in QUESTIONS if q == question) + " distractor"
+        return final("wrong" if question == QUESTIONS[1][1] else answers[question], [(title, 0)])
+    if "reads left" in prompt.rsplit("[[ ## last_result ## ]]", 1)[1]:
+        return turn("submit", answer="ignored")
+    return turn("read", "no such title")
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    write_data(tmp_path / "data.jsonl")
+    return tmp_path
+
+
+def use_lm(monkeypatch, fn):
+    lm = scripted_lm(fn)
+    monkeypatch.setattr(run_module, "build_lm", lambda spec: lm)
+    return lm
+
+
+ARGS = ["--data", "data.jsonl", "--limit", "3", "--seed", "0", "--experiment", "test"]
+
+
+def test_run_logs_params_metrics_and_per_question_table(workdir, monkeypatch):
+    use_lm(monkeypatch, reply)
+    out = run_module.main(ARGS)
+    run = mlflow.get_run(out["run_id"])
+    m, p = run.data.metrics, run.data.params
+    assert m["answer_f1"] == pytest.approx(200 / 3) and m["em"] == pytest.approx(200 / 3)
+    assert m["support_f1"] == 0.0  # cited the distractor sentence every time
+    assert m["calls_per_question"] == 3.0 and m["rejected_action_rate"] == 0.0
+    assert m["gold_paragraphs_read"] == 0.0  # the fallback read the distractor (first in pool order)
+    assert p["method"] == "eir" and p["H"] == "6" and p["n"] == "3" and p["lm"] == "local/scripted"
+    assert run.info.run_name == "eir / hotpotqa / local/scripted / H=6"
+    names = {a.path for a in mlflow.MlflowClient().list_artifacts(out["run_id"])}
+    assert {"per_question.json", "trajectories.json", "results.jsonl"} <= names
+    table = json.loads(open(mlflow.artifacts.download_artifacts(run_id=out["run_id"], artifact_path="per_question.json")).read())
+    assert table["columns"][:4] == ["id", "question", "gold", "prediction"]
+    assert [row[3] for row in table["data"]] == [r["prediction"] for r in out["records"]]
+
+
+def test_a_failing_question_scores_zero_and_the_run_goes_on(workdir, monkeypatch):
+    def broken_on_q2(prompt):
+        if QUESTIONS[1][1] in prompt.rsplit("[[ ## question ## ]]", 1)[1]:
+            raise RuntimeError("provider exploded")
+        return reply(prompt)
+
+    use_lm(monkeypatch, broken_on_q2)
+    out = run_module.main(ARGS)
+    by_id = {r["id"]: r for r in out["records"]}
+    assert "provider exploded" in by_id["q2"]["error"] and by_id["q2"]["answer_f1"] == 0.0
+    assert by_id["q1"]["error"] is None and by_id["q1"]["answer_f1"] == 1.0
+    assert out["metrics"]["failed_questions"] == 1.0
+
+
+def test_resume_continues_without_redoing_or_double_counting(workdir, monkeypatch):
+    order = [q for _, q, _ in QUESTIONS]
+    use_lm(monkeypatch, lambda prompt: reply(prompt, interrupt_on=order[2]))
+    with pytest.raises(KeyboardInterrupt):
+        run_module.main(ARGS + ["--seed", "-1"])  # seed kept explicit; file order is shuffled identically on resume
+    run_id = mlflow.search_runs(experiment_names=["test"], output_format="list")[0].info.run_id
+    results = workdir / "runs" / run_id / "results.jsonl"
+    done_before = [json.loads(line)["id"] for line in results.read_text().splitlines()]
+    assert len(done_before) < 3
+
+    lm = use_lm(monkeypatch, reply)
+    out = run_module.main(["--resume", run_id, "--experiment", "test"])
+    assert out["run_id"] == run_id
+    ids = [json.loads(line)["id"] for line in results.read_text().splitlines()]
+    assert sorted(ids) == ["q1", "q2", "q3"]  # each exactly once
+    assert len(lm.engine.prompts) == 3 * (3 - len(done_before))  # only the unfinished questions ran
+    assert out["metrics"]["n"] == 3.0 and out["metrics"]["calls_per_question"] == 3.0
