@@ -1,0 +1,41 @@
+"""End to end on the real local LM and real HotpotQA questions (the plumbing, not the score)."""
+
+import json
+import os
+from pathlib import Path
+
+import mlflow
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def data_dir():
+    path = os.environ.get("EIR_DATA_DIR")
+    if not path or not Path(path).is_dir():
+        pytest.fail("set EIR_DATA_DIR to the benchmark data directory (e.g. ../shared/data/raw)")
+    return Path(path).resolve()
+
+
+def test_eir_on_two_real_questions_logs_an_mlflow_run(tmp_path, monkeypatch, data_dir):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
+    import eval.run as run_module
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    out = run_module.main(["--data", str(data_dir), "--lm", "smollm2-135m", "--limit", "2", "--budget", "2",
+                           "--experiment", "integration"])
+    run = mlflow.get_run(out["run_id"])
+    assert run.info.status == "FINISHED"
+    assert run.data.params["lm"] == "local/smollm2-135m" and run.data.params["n"] == "2"
+    for key in ("answer_f1", "em", "support_f1", "calls_per_question", "tokens_per_question", "wall_time_s"):
+        assert key in run.data.metrics
+    # Real calls happened and stayed within EIR's budget: at most (H + 1) turns + 1 final call.
+    records = out["records"]
+    assert all(r["error"] is None for r in records), [r["error"] for r in records]
+    assert all(2 <= r["calls"] <= 4 and r["prompt_tokens"] > 100 for r in records)
+    assert all(r["calls_by_role"].get("final") == 1 for r in records)
+    table = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=out["run_id"],
+                                                                artifact_path="per_question.json")).read_text())
+    assert len(table["data"]) == 2 and table["columns"][0] == "id"
