@@ -7,6 +7,7 @@ model can only emit, for example, a title that is really in the pool.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -19,13 +20,20 @@ class LlamaEngine:
     constrained_decoding = True  # read by eir_dspy.lm.supports_grammar
 
     def __init__(self, model_path: str | Path, n_ctx: int = 8192, n_threads: int | None = None, seed: int = 0):
-        from llama_cpp import Llama  # imported here so API-model users never need llama-cpp-python
+        from llama_cpp import Llama, LlamaRAMCache  # imported here so API-model users never need it
 
         self.model_path = str(model_path)
         self.n_ctx = n_ctx
+        # llama-cpp-python defaults to half the cores; on a 2-core machine that halves speed.
+        threads = n_threads or os.cpu_count() or 1
         self._llama = Llama(
-            model_path=self.model_path, n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False,
+            model_path=self.model_path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, seed=seed,
+            verbose=False,
         )
+        # The context itself reuses the prefix of the previous call only; the RAM cache keeps
+        # states of earlier prompts too, so alternating roles (turn, final, next question's turn)
+        # each find their own long system prompt already evaluated.
+        self._llama.set_cache(LlamaRAMCache(capacity_bytes=2 << 30))
         self._lock = threading.Lock()
 
     def complete(self, request) -> Response:

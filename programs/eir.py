@@ -24,7 +24,7 @@ class EIRPolicy:
         unread = list(episode.env.unread_titles)
         config = {}
         if supports_grammar(dspy.settings.lm):
-            config = response_format("eir_turn", eir_turn_schema(unread, list(episode.evidence.titles)))
+            config = response_format("eir_turn", eir_turn_schema(unread, list(episode.evidence.titles), episode.reads_left))
         try:
             out = lm_call(
                 "turn", self.predict,

@@ -30,7 +30,7 @@ def _citations(read_titles: list[str], max_items: int) -> dict:
     return {"type": "array", "items": item, "maxItems": max_items}
 
 
-def eir_turn_schema(unread_titles: list[str], read_titles: list[str]) -> dict:
+def eir_turn_schema(unread_titles: list[str], read_titles: list[str], reads_left: int) -> dict:
     requirement = {
         "type": "object",
         "properties": {"id": _ID, "text": _TEXT, "status": {"enum": ["open", "satisfied"]}},
@@ -47,7 +47,8 @@ def eir_turn_schema(unread_titles: list[str], read_titles: list[str]) -> dict:
               "required": ["kind", "answer"]}
     read = {"type": "object", "properties": {"kind": {"const": "read"}, "title": _title_enum(unread_titles)},
             "required": ["kind", "title"]}
-    action = {"anyOf": [read, submit]} if unread_titles else submit
+    # Once no read is allowed, submit is the only valid action: decode nothing else.
+    action = {"anyOf": [read, submit]} if unread_titles and reads_left > 0 else submit
     return {
         "type": "object",
         "properties": {
@@ -62,7 +63,7 @@ def eir_turn_schema(unread_titles: list[str], read_titles: list[str]) -> dict:
 def final_answer_schema(read_titles: list[str]) -> dict:
     return {
         "type": "object",
-        "properties": {"answer": {"type": "string", "maxLength": 100}, "citations": _citations(read_titles, 6)},
+        "properties": {"answer": {"type": "string", "maxLength": 100}, "citations": _citations(read_titles, 4)},
         "required": ["answer", "citations"],
     }
 

@@ -87,6 +87,12 @@ def test_constrained_engine_gets_title_enums_of_unread_and_read_titles():
     assert last["schema"]["properties"]["citations"]["items"]["properties"]["title"]["enum"] == ["Act of Congress"]
 
 
+def test_constrained_engine_allows_only_submit_once_reads_are_spent():
+    _, _, engine = run([turn("read", "Act of Congress"), turn("submit"), final("x")], budget=1, constrained=True)
+    action = engine.formats[1]["schema"]["properties"]["action"]
+    assert action["properties"]["kind"] == {"const": "submit"} and "anyOf" not in action
+
+
 @pytest.mark.parametrize("constrained", [False])
 def test_unconstrained_engine_gets_no_schema(constrained):
     _, _, engine = run([turn("submit"), final("x")], constrained=constrained)
