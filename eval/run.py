@@ -18,7 +18,7 @@ import mlflow
 from tqdm import tqdm
 
 from eir_dspy.lm import LMSpec, build_lm, supports_grammar
-from eir_dspy.local_models import DEFAULT_MODEL
+from eir_dspy.local_models import DEFAULT_MODEL, ModelFetchError
 from eval import tracking
 from eval.data import DATASETS, DataError, load_questions, resolve_data_file
 from eval.execute import run_question
@@ -73,7 +73,10 @@ def main(argv: list[str] | None = None) -> dict:
     except DataError as exc:
         raise SystemExit(f"error: {exc}") from None
     spec = LMSpec(config["lm_model"], config["lm_path"], config["api_base"], config["temperature"], config["max_tokens"])
-    lm = build_lm(spec)
+    try:
+        lm = build_lm(spec)
+    except (FileNotFoundError, ModelFetchError) as exc:
+        raise SystemExit(f"error: {exc}") from None
     config["lm"] = lm.model  # the model string actually called (and priced)
     config["constrained"] = supports_grammar(lm)
     config["n"] = len(questions)

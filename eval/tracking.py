@@ -39,7 +39,10 @@ def log_config(config: dict) -> None:
 
 
 def saved_config(run_id: str) -> dict:
-    run = mlflow.get_run(run_id)
+    try:
+        run = mlflow.get_run(run_id)
+    except mlflow.exceptions.MlflowException:
+        raise SystemExit(f"error: --resume {run_id}: no such run in {mlflow.get_tracking_uri()}") from None
     if CONFIG_TAG not in run.data.tags:
         raise SystemExit(f"run {run_id} was not made by eval.run (no {CONFIG_TAG} tag); cannot resume it")
     return json.loads(run.data.tags[CONFIG_TAG])

@@ -107,3 +107,12 @@ def test_resume_continues_without_redoing_or_double_counting(workdir, monkeypatc
     assert sorted(ids) == ["q1", "q2", "q3"]  # each exactly once
     assert len(lm.engine.prompts) == 3 * (3 - len(done_before))  # only the unfinished questions ran
     assert out["metrics"]["n"] == 3.0 and out["metrics"]["calls_per_question"] == 3.0
+
+
+def test_bad_inputs_fail_with_a_message_naming_what_is_wrong(workdir):
+    with pytest.raises(SystemExit, match="missing.gguf is not a file"):
+        run_module.main(ARGS + ["--lm-path", "missing.gguf"])
+    with pytest.raises(SystemExit, match="--resume abc123: no such run"):
+        run_module.main(["--resume", "abc123"])
+    with pytest.raises(SystemExit, match="neither a file nor a directory"):
+        run_module.main(["--data", "nowhere.jsonl"])
