@@ -116,3 +116,14 @@ def test_bad_inputs_fail_with_a_message_naming_what_is_wrong(workdir):
         run_module.main(["--resume", "abc123"])
     with pytest.raises(SystemExit, match="neither a file nor a directory"):
         run_module.main(["--data", "nowhere.jsonl"])
+
+
+def test_trace_flag_logs_dspy_traces(workdir, monkeypatch):
+    use_lm(monkeypatch, reply)
+    try:
+        out = run_module.main(ARGS + ["--limit", "1", "--trace"])
+    finally:
+        mlflow.dspy.autolog(disable=True)  # autolog is process-wide; keep it out of later tests
+    experiment = mlflow.get_experiment_by_name("test")
+    traces = mlflow.search_traces(locations=[experiment.experiment_id], return_type="list")
+    assert len(traces) >= 1 and out["metrics"]["n"] == 1.0
