@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from statistics import mean
 
+from eval.metrics import aggregate
+
 
 def summarize(records: list[dict]) -> dict[str, float]:
     """Answer/EM/support on a 0-100 scale over every question (failures count as 0)."""
@@ -14,9 +16,7 @@ def summarize(records: list[dict]) -> dict[str, float]:
     costs = [r["cost_usd"] for r in records]
     priced = all(c is not None for c in costs)
     return {
-        "answer_f1": 100 * mean(r["answer_f1"] for r in records),
-        "em": 100 * mean(r["em"] for r in records),
-        "support_f1": 100 * mean(r["support_f1"] for r in records),
+        **aggregate(records),  # answer_f1, em, support_f1
         "calls_per_question": mean(r["calls"] for r in records),
         "prompt_tokens_per_question": mean(r["prompt_tokens"] for r in records),
         "completion_tokens_per_question": mean(r["completion_tokens"] for r in records),
