@@ -91,6 +91,12 @@ def recording(ledger: Ledger):
         _active.reset(token)
 
 
+def calls_so_far() -> int:
+    """How many calls the active ledger holds: a program marks a point (e.g. a trial's end) with it."""
+    ledger = _active.get()
+    return ledger.n_calls if ledger is not None else 0
+
+
 def lm_call(role: str, predictor, **inputs):
     """Run one DSPy predictor and record the model calls it made under `role`."""
     lm = dspy.settings.lm

@@ -30,6 +30,10 @@ class PoolEnvironment:
     def unread_titles(self) -> tuple[str, ...]:
         return tuple(p.title for p in self.paragraphs if p.title not in self._read)
 
+    def find_unread(self, requested: str) -> str | None:
+        """The unread title `requested` names (same matching as a read), or None."""
+        return _match(requested, self.unread_titles)
+
     def read(self, requested: str) -> ReadResult | None:
         """Read the unread paragraph named `requested`; a title that matches no unread
         paragraph reads the first unread one in pool order. None when all are read."""

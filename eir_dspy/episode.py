@@ -31,6 +31,7 @@ class Proposal:
     action: Action | None
     error: str | None = None
     payload: object = None  # policy-specific output (e.g. EIR's list updates), committed by the policy
+    reasoning: str = ""  # the thought a ReAct-style policy wrote before acting (kept in the trajectory)
 
 
 @dataclass
@@ -41,6 +42,7 @@ class TurnRecord:
     feedback: str
     read_title: str | None = None
     notes: list[str] = field(default_factory=list)
+    reasoning: str = ""
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Episode:
     question: str
     env: PoolEnvironment
     budget: int  # H: read attempts allowed
+    turn_limit: int | None = None  # None: H reads plus one more decision (EIR); Direct: H turns in all
     evidence: EvidenceStore = field(default_factory=EvidenceStore)
     turn: int = 0
     reads: int = 0
@@ -57,8 +60,12 @@ class Episode:
 
     @property
     def max_turns(self) -> int:
-        # H reads, then one more decision (the submit).
-        return self.budget + 1
+        return self.turn_limit if self.turn_limit is not None else self.budget + 1
+
+    @property
+    def turns_left(self) -> int:
+        """Turns after the current one."""
+        return self.max_turns - self.turn
 
     @property
     def reads_left(self) -> int:
@@ -83,19 +90,21 @@ class Policy(Protocol):
         """Apply policy state for an accepted turn; returns notes for the next prompt."""
 
 
-def run_episode(question: str, paragraphs: tuple[Paragraph, ...], policy: Policy, budget: int) -> Episode:
-    episode = Episode(question=question, env=PoolEnvironment(paragraphs), budget=budget)
+def run_episode(question: str, paragraphs: tuple[Paragraph, ...], policy: Policy, budget: int,
+                max_turns: int | None = None) -> Episode:
+    episode = Episode(question=question, env=PoolEnvironment(paragraphs), budget=budget, turn_limit=max_turns)
     while episode.turn < episode.max_turns and episode.submitted is None:
         episode.turn += 1
         proposal = policy.propose(episode)
-        problem = proposal.error or _budget_problem(proposal.action, episode) or policy.check(proposal.action, episode)
+        problem = proposal.error or action_problem(proposal.action, episode) or policy.check(proposal.action, episode)
         if problem:
             episode.last_feedback = f"Turn {episode.turn} was rejected: {problem}"
-            episode.turns.append(TurnRecord(episode.turn, _as_dict(proposal.action), False, problem))
+            episode.turns.append(TurnRecord(episode.turn, _as_dict(proposal.action), False, problem,
+                                            reasoning=proposal.reasoning))
             continue
         notes = policy.commit(proposal, episode)
         action = proposal.action
-        record = TurnRecord(episode.turn, _as_dict(action), True, "", notes=notes)
+        record = TurnRecord(episode.turn, _as_dict(action), True, "", notes=notes, reasoning=proposal.reasoning)
         if action.kind == "submit":
             episode.submitted = action
             record.feedback = "submitted"
@@ -108,7 +117,8 @@ def run_episode(question: str, paragraphs: tuple[Paragraph, ...], policy: Policy
     return episode
 
 
-def _budget_problem(action: Action, episode: Episode) -> str | None:
+def action_problem(action: Action, episode: Episode) -> str | None:
+    """Why the environment cannot execute `action` now (the budget rules every method shares), or None."""
     if action.kind == "read" and episode.reads_left <= 0:
         return f"the read budget of {episode.budget} is used up; the only valid action now is submit"
     if action.kind == "read" and not episode.env.unread_titles:

@@ -7,9 +7,17 @@ import traceback
 
 import dspy
 
-from eir_dspy.accounting import Ledger, recording
-from eval.metrics import score_question
+from eir_dspy.accounting import CallRecord, Ledger, recording
+from eval.metrics import exact_match, max_over_answers, score_question
 from eval.schema import Question
+
+
+def oracle_for(q: Question):
+    """The external controller of oracle-stopped Reflexion: a yes/no on a trial's answer.
+
+    Only this boolean reaches the program; the reference answer itself never does.
+    """
+    return lambda answer: bool(max_over_answers(exact_match, answer, q.answers))
 
 
 def run_question(program: dspy.Module, lm: dspy.LM, q: Question) -> dict:
@@ -17,22 +25,36 @@ def run_question(program: dspy.Module, lm: dspy.LM, q: Question) -> dict:
     # question's calls even when questions run in parallel threads.
     qlm = lm.copy()
     ledger = Ledger()
+    kwargs = {"oracle": oracle_for(q)} if getattr(program, "needs_oracle", False) else {}
     t0 = time.perf_counter()
     error, trace, pred = None, None, None
     try:
         with dspy.context(lm=qlm), recording(ledger):
-            pred = program(question=q.question, paragraphs=q.paragraphs)
+            pred = program(question=q.question, paragraphs=q.paragraphs, **kwargs)
     except Exception as exc:  # a failed question scores 0 and the run goes on
         error = f"{type(exc).__name__}: {exc}"
         trace = traceback.format_exc(limit=4)
     seconds = time.perf_counter() - t0
+    record = build_record(q, pred, ledger.calls, seconds, error, trace)
+    # A program may report further results from the same work (Reflexion's first trial),
+    # each with the calls it had made by then.
+    variants = getattr(pred, "variants", None) or {}
+    record["variants"] = {name: build_record(q, v, ledger.calls[: v.calls], v.seconds, None, None)
+                          for name, v in variants.items()}
+    return record
+
+
+def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, error: str | None,
+                 trace: str | None) -> dict:
     answer = pred.answer if pred is not None else ""
     citations = list(pred.citations) if pred is not None else []
     scores = score_question(q, answer, citations)
-    episode = getattr(pred, "episode", None)
-    read = list(episode.evidence.titles) if episode is not None else []
+    episode = getattr(pred, "episode", None)  # the episode whose evidence the answer came from
+    episodes = getattr(pred, "episodes", None) or ([episode] if episode is not None else [])
+    read = list(getattr(pred, "evidence_titles", None) or (episode.evidence.titles if episode is not None else []))
     gold = q.gold_titles
-    totals = ledger.totals()
+    spent = Ledger(list(calls))
+    totals = spent.totals()
     return {
         "id": q.id,
         "question": q.question,
@@ -43,15 +65,15 @@ def run_question(program: dspy.Module, lm: dspy.LM, q: Question) -> dict:
         "citations": citations,
         **scores,
         "calls": totals["calls"],
-        "calls_by_role": ledger.by_role(),
+        "calls_by_role": spent.by_role(),
         "prompt_tokens": totals["prompt_tokens"],
         "completion_tokens": totals["completion_tokens"],
         "cost_usd": totals["cost_usd"],
         "cache_hits": totals["cache_hits"],
         "seconds": seconds,
-        "turns": len(episode.turns) if episode is not None else 0,
-        "rejected_actions": episode.rejected_turns if episode is not None else 0,
-        "reads": episode.reads if episode is not None else 0,
+        "turns": sum(len(e.turns) for e in episodes),
+        "rejected_actions": sum(e.rejected_turns for e in episodes),
+        "reads": sum(e.reads for e in episodes),
         "evidence_titles": read,
         "gold_titles": sorted(gold),
         "gold_read_share": (len(gold & set(read)) / len(gold)) if gold else 0.0,
@@ -59,5 +81,5 @@ def run_question(program: dspy.Module, lm: dspy.LM, q: Question) -> dict:
         "error": error,
         "error_trace": trace if error else None,
         "trajectory": getattr(pred, "trajectory", None),
-        "lm_calls": ledger.to_list(),
+        "lm_calls": spent.to_list(),
     }

@@ -8,6 +8,8 @@ error in the record. A small thread pool over `run_question` does exactly that.
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -40,12 +42,34 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-tokens", type=_positive, default=2048)
     p.add_argument("--budget", type=_positive, default=6, help="H: paragraph reads per question")
+    p.add_argument("--verifier-temperature", type=float, default=0.7, help="ssr: temperature of the verifier votes")
+    p.add_argument("--votes", type=_positive, default=3, help="ssr: verifier judgments per step")
+    p.add_argument("--trials", type=_positive, default=5, help="reflexion: most trials per question")
     p.add_argument("--threads", type=_positive, default=1)
     p.add_argument("--experiment", default="eir-dspy")
     p.add_argument("--out", default="runs", help="where per-question results are written as they finish")
     p.add_argument("--resume", metavar="RUN_ID", default=None, help="continue a killed run")
     p.add_argument("--trace", action="store_true", help="log DSPy traces with mlflow.dspy.autolog()")
     return p.parse_args(argv)
+
+
+def method_options(args: argparse.Namespace) -> dict:
+    """The method-specific settings the chosen method's program takes (and only those get logged)."""
+    accepted = inspect.signature(METHODS[args.method].__init__).parameters
+    given = {"verifier_temperature": args.verifier_temperature, "votes": args.votes, "trials": args.trials}
+    return {k: v for k, v in given.items() if k in accepted}
+
+
+def log_variant(config: dict, parent_id: str, name: str, records: list[dict], results_path: Path) -> dict:
+    """A second result from the same trajectories (Reflexion's first trial) as its own MLflow run."""
+    # A question that failed outright has no variant; its failed record scores 0 for both.
+    variant = [r.get("variants", {}).get(name, r) for r in records]
+    metrics = summarize(variant)
+    metrics["wall_time_s"] = sum(r["seconds"] for r in variant)
+    path = results_path.with_name(f"{name}.jsonl")
+    path.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in variant))
+    tracking.log_variant(config, parent_id, name, variant, metrics, str(path))
+    return metrics
 
 
 def _positive(text: str) -> int:
@@ -67,7 +91,8 @@ def main(argv: list[str] | None = None) -> dict:
         config = {"method": args.method, "dataset": args.dataset, "data_file": data_file and str(data_file), "n": args.limit,
                   "seed": args.seed, "lm_model": args.lm,
                   "lm_path": args.lm_path, "api_base": args.api_base, "temperature": args.temperature,
-                  "max_tokens": args.max_tokens, "budget": args.budget, "threads": args.threads}
+                  "max_tokens": args.max_tokens, "budget": args.budget, "threads": args.threads,
+                  "options": method_options(args)}
     try:
         questions = load_questions(config["dataset"], config["data_file"], limit=config["n"], seed=config["seed"])
     except DataError as exc:
@@ -83,7 +108,8 @@ def main(argv: list[str] | None = None) -> dict:
     dspy.configure(lm=lm, adapter=dspy.JSONAdapter())
     if args.trace:
         mlflow.dspy.autolog()
-    program = METHODS[config["method"]](budget=config["budget"])
+    program = METHODS[config["method"]](budget=config["budget"], **config.get("options", {}))
+    config["label"] = getattr(program, "label", config["method"])
 
     with mlflow.start_run(run_id=args.resume, run_name=None if args.resume else tracking.run_name(config)) as run:
         if not args.resume:
@@ -107,7 +133,9 @@ def main(argv: list[str] | None = None) -> dict:
         tracking.log_results(records, metrics, str(results.path))
         run_id = run.info.run_id
     print()
-    print(format_table(metrics, f"{config['method']}/{config['dataset']}"))
+    print(format_table(metrics, f"{config['label']}/{config['dataset']}"))
+    for name in sorted(records[0].get("variants") or {}):
+        print(format_table(log_variant(config, run_id, name, records, results.path), f"{name}/{config['dataset']}"))
     failed = int(metrics["failed_questions"])
     if failed:
         print(f"{failed} question(s) failed; their errors are in {results.path}", file=sys.stderr)

@@ -10,6 +10,7 @@ import mlflow
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 CONFIG_TAG = "eir.config"
 RESULTS_TAG = "eir.results_path"
+VARIANT_OF_TAG = "eir.variant_of"
 
 TABLE_COLUMNS = ["id", "question", "gold", "prediction", "answer_f1", "em", "support_f1", "calls",
                  "prompt_tokens", "completion_tokens", "evidence_titles", "rejected_actions", "error"]
@@ -22,19 +23,24 @@ def setup(experiment: str) -> str:
     return uri
 
 
+def method_label(config: dict) -> str:
+    """The method a run's numbers belong to (e.g. reflexion_oracle for --method reflexion)."""
+    return config.get("label") or config["method"]
+
+
 def run_name(config: dict) -> str:
-    return f"{config['method']} / {config['dataset']} / {config['lm']} / H={config['budget']}"
+    return f"{method_label(config)} / {config['dataset']} / {config['lm']} / H={config['budget']}"
 
 
 def log_config(config: dict) -> None:
     """Params named the same for every method, so MLflow's compare view lines runs up."""
     mlflow.log_params({
-        "method": config["method"], "dataset": config["dataset"], "n": config["n"], "seed": config["seed"],
+        "method": method_label(config), "dataset": config["dataset"], "n": config["n"], "seed": config["seed"],
         "lm": config["lm"], "temperature": config["temperature"], "max_tokens": config["max_tokens"],
         "H": config["budget"], "data_file": config["data_file"], "threads": config["threads"],
-        "adapter": "JSONAdapter", "constrained_decoding": config["constrained"],
+        "adapter": "JSONAdapter", "constrained_decoding": config["constrained"], **config.get("options", {}),
     })
-    mlflow.set_tags({CONFIG_TAG: json.dumps(config), "method": config["method"], "dataset": config["dataset"],
+    mlflow.set_tags({CONFIG_TAG: json.dumps(config), "method": method_label(config), "dataset": config["dataset"],
                      "lm": config["lm"]})
 
 
@@ -46,6 +52,21 @@ def saved_config(run_id: str) -> dict:
     if CONFIG_TAG not in run.data.tags:
         raise SystemExit(f"run {run_id} was not made by eval.run (no {CONFIG_TAG} tag); cannot resume it")
     return json.loads(run.data.tags[CONFIG_TAG])
+
+
+def log_variant(config: dict, parent_id: str, name: str, records: list[dict], metrics: dict[str, float],
+                results_path: str) -> str:
+    """Log (or, after a resume, re-log) a variant of `parent_id` as its own run, found again by tag."""
+    found = mlflow.search_runs(filter_string=f"tags.`{VARIANT_OF_TAG}` = '{parent_id}' and tags.method = '{name}'",
+                               output_format="list")
+    run_id = found[0].info.run_id if found else None
+    variant = {**config, "label": name}
+    with mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name(variant)) as run:
+        if run_id is None:
+            log_config(variant)
+            mlflow.set_tag(VARIANT_OF_TAG, parent_id)
+        log_results(records, metrics, results_path)
+        return run.info.run_id
 
 
 def log_results(records: list[dict], metrics: dict[str, float], results_path: str) -> None:

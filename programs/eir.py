@@ -11,6 +11,7 @@ from eir_dspy.lm import supports_grammar
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import AgentLists
 from programs.answer import AnswerFromEvidence
+from programs.errors import short_error
 from signatures import EIRTurn
 from signatures.schemas import eir_turn_schema, response_format
 
@@ -36,7 +37,7 @@ class EIRPolicy:
                 config=config,
             )
         except dspy.utils.exceptions.AdapterParseError as exc:
-            return Proposal(None, error=f"the output was not valid JSON for the required fields ({_short(exc)})")
+            return Proposal(None, error=f"the output was not valid JSON for the required fields ({short_error(exc)})")
         a = out.action
         return Proposal(Action(kind=a.kind, title=a.title, answer=a.answer),
                         payload=(out.requirement_updates, out.conclusion_updates))
@@ -74,7 +75,3 @@ class EIR(dspy.Module):
                         "forced_end": episode.forced_end, "final_parsed": final.parsed},
         )
 
-
-def _short(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:200]

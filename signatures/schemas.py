@@ -71,3 +71,52 @@ def final_answer_schema(read_titles: list[str]) -> dict:
 def response_format(name: str, schema: dict) -> dict:
     """The OpenAI-chat shape DSPy carries into Request.config.response_format."""
     return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
+
+
+def _read_citations(read: list[tuple[str, int]], max_items: int) -> dict:
+    """Citations that can only name a sentence that exists: (title, index < its sentence count)."""
+    if not read:
+        return {"const": []}
+    if any('"' in t or "\\" in t for t, _ in read):
+        return _citations([t for t, _ in read], max_items)
+    # The converter ignores integer bounds, so each title gets an enum of its own indices.
+    items = [{"type": "object", "properties": {"title": {"const": t}, "sentence": {"enum": list(range(n))}},
+              "required": ["title", "sentence"]} for t, n in read]
+    return {"type": "array", "items": {"anyOf": items} if len(items) > 1 else items[0], "maxItems": max_items}
+
+
+def direct_action_schema(unread_titles: list[str], read: list[tuple[str, int]], can_read: bool) -> dict:
+    """Direct's action: read an unread title, or submit an answer citing sentences that were read."""
+    submit = {"type": "object",
+              "properties": {"kind": {"const": "submit"}, "answer": {"type": "string", "maxLength": 100},
+                             "citations": _read_citations(read, 4)},
+              "required": ["kind", "answer", "citations"]}
+    read_action = {"type": "object", "properties": {"kind": {"const": "read"}, "title": _title_enum(unread_titles)},
+                   "required": ["kind", "title"]}
+    return {"anyOf": [read_action, submit]} if unread_titles and can_read else submit
+
+
+def direct_turn_schema(unread_titles: list[str], read: list[tuple[str, int]], can_read: bool) -> dict:
+    return {
+        "type": "object",
+        "properties": {"thought": _TEXT, "action": direct_action_schema(unread_titles, read, can_read)},
+        "required": ["thought", "action"],
+    }
+
+
+def decompose_schema() -> dict:
+    return {"type": "object", "properties": {"facts": _TEXT, "justification": _TEXT, "action": _TEXT},
+            "required": ["facts", "justification", "action"]}
+
+
+def verify_schema() -> dict:
+    return {
+        "type": "object",
+        "properties": {"verdict": {"enum": ["accept", "reject"]}, "correction": _TEXT, "confidence": {"type": "number"}},
+        "required": ["verdict", "correction", "confidence"],
+    }
+
+
+def reflect_schema() -> dict:
+    return {"type": "object", "properties": {"reflection": {"type": "string", "maxLength": 300}},
+            "required": ["reflection"]}

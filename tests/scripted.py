@@ -20,6 +20,7 @@ class ScriptedEngine:
         self.replies = replies if callable(replies) else list(replies)
         self.prompts: list[str] = []
         self.formats: list[dict | None] = []
+        self.configs: list = []  # each request's lm15 Config (temperature, seed, ...)
         self.constrained_decoding = constrained
         self._lock = threading.Lock()
 
@@ -29,6 +30,7 @@ class ScriptedEngine:
         with self._lock:
             self.prompts.append(prompt)
             self.formats.append(request.config.response_format)
+            self.configs.append(request.config)
             if callable(self.replies):
                 reply = self.replies
             elif not self.replies:
@@ -60,3 +62,15 @@ def turn(kind="read", title="", answer="", reqs=(), concls=()):
 
 def final(answer, citations=()):
     return {"answer": answer, "citations": [{"title": t, "sentence": s} for t, s in citations]}
+
+
+def act(kind="read", title="", answer="", citations=(), thought="t"):
+    """One Direct/SSR/Reflexion turn output: a thought and an action."""
+    return {"thought": thought, "action": {"kind": kind, "title": title, "answer": answer,
+                                           "citations": [{"title": t, "sentence": s} for t, s in citations]}}
+
+
+def field(prompt: str, name: str) -> str:
+    """The value of input field `name` in the LAST user message of a JSONAdapter prompt."""
+    value = prompt.rsplit(f"[[ ## {name} ## ]]", 1)[1].split("[[ ##")[0]
+    return value.split("\n\nRespond with a JSON object")[0].strip()  # the last field runs into the format line

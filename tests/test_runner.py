@@ -127,3 +127,55 @@ def test_trace_flag_logs_dspy_traces(workdir, monkeypatch):
     experiment = mlflow.get_experiment_by_name("test")
     traces = mlflow.search_traces(locations=[experiment.experiment_id], return_type="list")
     assert len(traces) >= 1 and out["metrics"]["n"] == 1.0
+
+
+def direct_reply(prompt):
+    """Direct-style: read the gold page by title on turn 1, then submit; right on q1 and q3 (by trial 2)."""
+    from tests.scripted import act, field
+
+    if "`reflection`" in prompt:
+        return {"reflection": "try again"}
+    question = field(prompt, "question")
+    qid, _, answer = next(x for x in QUESTIONS if x[1] == question)
+    trajectory = field(prompt, "trajectory")
+    if trajectory.startswith("Now turn 1"):
+        return act("read", f"{qid} gold")
+    second_trial = "Attempt 1: try again" in prompt
+    right = qid == "q1" or (qid == "q3" and second_trial)
+    return act("submit", answer=answer if right else "wrong", citations=[(f"{qid} gold", 0)])
+
+
+def test_reflexion_logs_oracle_and_first_trial_as_two_runs(workdir, monkeypatch):
+    use_lm(monkeypatch, direct_reply)
+    out = run_module.main(ARGS + ["--method", "reflexion", "--trials", "2"])
+    main = mlflow.get_run(out["run_id"])
+    assert main.data.params["method"] == "reflexion_oracle" and main.data.params["trials"] == "2"
+    assert main.info.run_name == "reflexion_oracle / hotpotqa / local/scripted / H=6"
+    assert main.data.metrics["em"] == pytest.approx(200 / 3)  # q1 in trial 1, q3 in trial 2, q2 never
+    # q1: 2 calls; q2 and q3: two trials of 2 calls plus one reflection.
+    assert main.data.metrics["calls_per_question"] == pytest.approx((2 + 5 + 5) / 3)
+    assert main.data.metrics["support_f1"] == 100.0  # every answer cites the gold sentence, right or wrong
+    variants = mlflow.search_runs(experiment_names=["test"], filter_string=f"tags.`eir.variant_of` = '{out['run_id']}'",
+                                  output_format="list")
+    assert len(variants) == 1
+    first = variants[0]
+    assert first.data.params["method"] == "reflexion_first" and first.info.run_name.startswith("reflexion_first / ")
+    assert first.data.metrics["em"] == pytest.approx(100 / 3) and first.data.metrics["calls_per_question"] == 2.0
+    names = {a.path for a in mlflow.MlflowClient().list_artifacts(first.info.run_id)}
+    assert {"per_question.json", "trajectories.json", "reflexion_first.jsonl"} <= names
+
+    run_module.main(["--resume", out["run_id"], "--experiment", "test"])  # nothing left to run
+    again = mlflow.search_runs(experiment_names=["test"], filter_string=f"tags.`eir.variant_of` = '{out['run_id']}'",
+                               output_format="list")
+    assert [r.info.run_id for r in again] == [first.info.run_id]  # re-logged, not duplicated
+
+
+def test_ssr_options_are_logged_only_for_ssr(workdir, monkeypatch):
+    use_lm(monkeypatch, lambda p: {"facts": "f", "justification": "j", "action": "a"} if "Break the proposed" in p
+           else {"verdict": "accept", "correction": "", "confidence": 0.9} if "Check one step" in p else direct_reply(p))
+    out = run_module.main(ARGS + ["--method", "ssr", "--votes", "2", "--limit", "1"])
+    params = mlflow.get_run(out["run_id"]).data.params
+    assert params["votes"] == "2" and params["verifier_temperature"] == "0.7" and "trials" not in params
+    assert out["metrics"]["calls_per_question"] == 2 * (2 + 3 * 2)
+    direct = run_module.main(ARGS + ["--method", "direct", "--limit", "1"])
+    assert "votes" not in mlflow.get_run(direct["run_id"]).data.params

@@ -1,0 +1,93 @@
+"""Direct (ReAct-style): one LM call per turn writes a thought and an action; no lists, no final call.
+
+Scored on the FIRST valid submit: the shared loop stops there, so a later submit never happens.
+At most H turns in all, reads and the submit included; no valid submit scores 0.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from eir_dspy.accounting import lm_call
+from eir_dspy.episode import Action, Episode, Proposal, run_episode
+from eir_dspy.lm import supports_grammar
+from eir_dspy.paragraphs import Paragraph
+from programs.errors import short_error
+from programs.trajectory import can_read, read_paragraphs, render_trajectory
+from signatures import DirectTurn
+from signatures.direct_turn import DirectAction
+from signatures.schemas import direct_turn_schema, response_format
+
+
+def to_action(a: DirectAction) -> Action:
+    return Action(kind=a.kind, title=a.title, answer=a.answer.strip(),
+                  citations=tuple((c.title, c.sentence) for c in a.citations))
+
+
+def submit_problem(action: Action, episode: Episode) -> str | None:
+    """Direct-style answers are scored as submitted, so a submit must be usable as it stands."""
+    if action.kind != "submit":
+        return None
+    if not action.answer:
+        return "the submitted answer is empty"
+    unread = [c for c in action.citations if not episode.evidence.has(*c)]
+    if unread:
+        return "the submit cites sentences you have not read: " + ", ".join(f"({t!r}, {i})" for t, i in unread)
+    return None
+
+
+class DirectPolicy:
+    """Shared by Direct, SSR (as its proposer) and Reflexion (whose trials add reflections)."""
+
+    def __init__(self, predict: dspy.Predict, reflections: str | None = None) -> None:
+        self.predict = predict
+        self.reflections = reflections
+
+    def inputs(self, episode: Episode) -> dict:
+        extra = {} if self.reflections is None else {"reflections": self.reflections}
+        return {"question": episode.question, "titles": "\n".join(episode.env.titles), **extra,
+                "trajectory": render_trajectory(episode)}
+
+    def config(self, episode: Episode) -> dict:
+        if not supports_grammar(dspy.settings.lm):
+            return {}
+        schema = direct_turn_schema(list(episode.env.unread_titles), read_paragraphs(episode), can_read(episode))
+        return response_format("direct_turn", schema)
+
+    def propose(self, episode: Episode) -> Proposal:
+        try:
+            out = lm_call("action", self.predict, **self.inputs(episode), config=self.config(episode))
+        except dspy.utils.exceptions.AdapterParseError as exc:
+            return Proposal(None, error=f"the output was not valid JSON for the required fields ({short_error(exc)})")
+        return Proposal(to_action(out.action), reasoning=out.thought.strip())
+
+    def check(self, action: Action, episode: Episode) -> str | None:
+        return submit_problem(action, episode)
+
+    def commit(self, proposal: Proposal, episode: Episode) -> list[str]:
+        return []
+
+
+def episode_answer(episode: Episode) -> tuple[str, list[tuple[str, int]]]:
+    if episode.submitted is None:
+        return "", []
+    return episode.submitted.answer, list(episode.submitted.citations)
+
+
+def episode_trajectory(episode: Episode) -> dict:
+    return {"turns": [t.__dict__ for t in episode.turns],
+            "submitted": episode.submitted.answer if episode.submitted else None, "forced_end": episode.forced_end}
+
+
+class Direct(dspy.Module):
+    def __init__(self, budget: int = 6) -> None:
+        super().__init__()
+        self.budget = budget
+        self.turn = dspy.Predict(DirectTurn)
+
+    def forward(self, question: str, paragraphs: tuple[Paragraph, ...]) -> dspy.Prediction:
+        episode = run_episode(question, paragraphs, DirectPolicy(self.turn), self.budget, max_turns=self.budget)
+        answer, citations = episode_answer(episode)
+        return dspy.Prediction(answer=answer, citations=citations, episode=episode,
+                               trajectory=episode_trajectory(episode))
+

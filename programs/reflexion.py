@@ -1,0 +1,79 @@
+"""Reflexion: up to `trials` Direct-style trajectories, each restarting from the question and titles.
+
+Nothing carries over between trials but the reflections written after failed ones: no source
+text, no earlier trajectory. An external controller (the `oracle`, a yes/no on an answer, built
+by the runner from the reference) stops at the first trial it accepts; the model never sees the
+reference or a score. One run yields two results: the oracle-stopped answer, and trial 1 alone
+(`variants["reflexion_first"]`, with the calls and seconds trial 1 used).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import dspy
+
+from eir_dspy.accounting import calls_so_far, lm_call
+from eir_dspy.episode import Episode, run_episode
+from eir_dspy.lm import supports_grammar
+from eir_dspy.paragraphs import Paragraph
+from programs.direct import DirectPolicy, episode_answer, episode_trajectory
+from programs.trajectory import render_trajectory
+from signatures import Reflect, ReflexionTurn
+from signatures.schemas import reflect_schema, response_format
+
+
+def render_reflections(reflections: list[str]) -> str:
+    if not reflections:
+        return "(none: this is your first attempt)"
+    return "\n".join(f"Attempt {i}: {r}" for i, r in enumerate(reflections, 1))
+
+
+class Reflexion(dspy.Module):
+    needs_oracle = True  # the runner passes oracle=...
+    label = "reflexion_oracle"  # the method name this run's main result is logged under
+
+    def __init__(self, budget: int = 6, trials: int = 5) -> None:
+        super().__init__()
+        self.budget = budget
+        self.trials = trials
+        self.turn = dspy.Predict(ReflexionTurn)
+        self.reflect = dspy.Predict(Reflect)
+
+    def forward(self, question: str, paragraphs: tuple[Paragraph, ...],
+                oracle: Callable[[str], bool] | None = None) -> dspy.Prediction:
+        if oracle is None:
+            raise TypeError("Reflexion needs oracle=<callable(answer) -> bool> to decide when a trial succeeded")
+        reflections: list[str] = []
+        episodes: list[Episode] = []
+        log: list[dict] = []
+        first = None
+        t0 = time.perf_counter()
+        for trial in range(1, self.trials + 1):
+            policy = DirectPolicy(self.turn, reflections=render_reflections(reflections))
+            episode = run_episode(question, paragraphs, policy, self.budget, max_turns=self.budget)
+            episodes.append(episode)
+            answer, citations = episode_answer(episode)
+            matched = oracle(answer)
+            log.append({"trial": trial, "answer": answer, "matched": matched, **episode_trajectory(episode)})
+            if first is None:
+                first = dspy.Prediction(answer=answer, citations=citations, episode=episode, episodes=[episode],
+                                        calls=calls_so_far(), seconds=time.perf_counter() - t0,
+                                        trajectory={"see": "trial 1 of the reflexion_oracle run"})
+            if matched or trial == self.trials:
+                break
+            reflections.append(self._reflect(question, paragraphs, episode))
+            log[-1]["reflection"] = reflections[-1]
+        return dspy.Prediction(answer=answer, citations=citations, episode=episode, episodes=episodes,
+                               trajectory={"trials": log, "stopped_at": len(episodes)},
+                               variants={"reflexion_first": first})
+
+    def _reflect(self, question: str, paragraphs: tuple[Paragraph, ...], episode: Episode) -> str:
+        config = response_format("reflect", reflect_schema()) if supports_grammar(dspy.settings.lm) else {}
+        try:
+            out = lm_call("reflect", self.reflect, question=question, titles="\n".join(p.title for p in paragraphs),
+                          trajectory=render_trajectory(episode, with_status=False), config=config)
+        except dspy.utils.exceptions.AdapterParseError:
+            return "(the reflection could not be parsed)"
+        return out.reflection.strip()

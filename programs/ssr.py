@@ -1,0 +1,145 @@
+"""Agentic SSR (Socratic Self-Refine adapted to action selection).
+
+Each turn: propose an action as Direct does; decompose the proposal into three steps (facts,
+justification, action); get `votes` verifier judgments per step at `verifier_temperature`;
+refine at most one qualifying step (see programs.ssr_voting) in ONE call. Verification always
+runs, so a turn costs 2 + 3 x votes calls, plus one when a step is refined.
+"""
+
+from __future__ import annotations
+
+import re
+
+import dspy
+
+from eir_dspy.accounting import lm_call
+from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
+from eir_dspy.lm import supports_grammar
+from eir_dspy.paragraphs import Paragraph
+from eval.metrics import normalize_answer
+from programs.direct import DirectPolicy, episode_answer, episode_trajectory, submit_problem, to_action
+from programs.ssr_voting import Judgment, StepVote, step_to_refine
+from programs.trajectory import can_read, read_paragraphs, render_action, render_trajectory
+from signatures import DecomposeProposal, DirectTurn, RefineStep, VerifyStep
+from signatures.schemas import decompose_schema, direct_turn_schema, response_format, verify_schema
+from signatures.ssr import STEPS
+
+_ACTION = re.compile(r"^\s*(read|submit)\b\s*:?\s*(.*?)\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def parse_action_correction(text: str, episode: Episode) -> Action | None:
+    """`read: <title>` (an unread title) or `submit: <answer>`; anything else is unusable."""
+    m = _ACTION.match(text or "")
+    if not m:
+        return None
+    kind, rest = m.group(1).lower(), m.group(2).strip().strip("\"'")
+    if kind == "read":
+        title = episode.env.find_unread(rest)
+        return Action("read", title=title) if title else None
+    return Action("submit", answer=rest) if rest else None
+
+
+def correction_key(step: str, correction: str, episode: Episode):
+    if step == "action":
+        action = parse_action_correction(correction, episode)
+        if action is None:
+            return None
+        return (action.kind, action.title) if action.kind == "read" else ("submit", normalize_answer(action.answer))
+    return normalize_answer(correction) or None
+
+
+class SSRPolicy(DirectPolicy):
+    def __init__(self, program: "SSR") -> None:
+        super().__init__(program.turn)
+        self.program = program
+        self.log: list[dict] = []
+
+    def propose(self, episode: Episode) -> Proposal:
+        proposal = super().propose(episode)  # role "action"
+        entry = {"turn": episode.turn, "proposed": render_action(proposal.action), "executed": "proposal"}
+        self.log.append(entry)
+        if proposal.action is None:
+            entry["executed"] = "rejected: the proposal could not be parsed"
+            return proposal
+        trajectory = render_trajectory(episode)
+        try:
+            steps = self._decompose(episode, trajectory, proposal)
+        except dspy.utils.exceptions.AdapterParseError:
+            entry["executed"] = "proposal (the decomposition could not be parsed, nothing to verify)"
+            return proposal
+        steps_text = "\n".join(f"{name}: {getattr(steps, name).strip()}" for name in STEPS)
+        entry["steps"] = steps_text
+        votes = [StepVote(name, tuple(self._judge(episode, trajectory, steps_text, name, i)
+                                      for i in range(self.program.votes))) for name in STEPS]
+        entry["votes"] = [v.summary() for v in votes]
+        chosen = step_to_refine(votes)
+        if chosen is None:
+            return proposal
+        entry["refined_step"] = chosen.step
+        refined = self._refine(episode, trajectory, steps_text, chosen)
+        if refined is not None and self._usable(refined.action, episode):
+            entry["executed"] = "refined"
+            return refined
+        agreed = votes[STEPS.index("action")].agreed
+        fallback = parse_action_correction(agreed.correction, episode) if agreed else None
+        if fallback is not None and self._usable(fallback, episode):
+            entry["executed"] = "agreed correction of the action step"
+            return Proposal(fallback, reasoning=proposal.reasoning)
+        entry["executed"] = "proposal (refinement gave no valid action)"
+        return proposal
+
+    def _usable(self, action: Action, episode: Episode) -> bool:
+        if action.kind == "read" and episode.env.find_unread(action.title) is None:
+            return False
+        return action_problem(action, episode) is None and submit_problem(action, episode) is None
+
+    def _config(self, schema: dict, name: str) -> dict:
+        return response_format(name, schema) if supports_grammar(dspy.settings.lm) else {}
+
+    def _decompose(self, episode: Episode, trajectory: str, proposal: Proposal):
+        text = f"Thought: {proposal.reasoning or '-'}\nAction: {render_action(proposal.action)}"
+        return lm_call("decompose", self.program.decompose, question=episode.question, trajectory=trajectory,
+                       proposal=text, config=self._config(decompose_schema(), "decompose"))
+
+    def _judge(self, episode: Episode, trajectory: str, steps_text: str, step: str, vote: int) -> Judgment:
+        config = {"temperature": self.program.verifier_temperature, **self._config(verify_schema(), "verify")}
+        if self.program.verifier_temperature > 0:
+            # Distinct rollout ids (and seeds) make the votes independent samples, not one cached answer.
+            config.update(rollout_id=vote, seed=vote)
+        try:
+            out = lm_call("verify", self.program.verify, question=episode.question, trajectory=trajectory,
+                          steps=steps_text, step=step, config=config)
+        except dspy.utils.exceptions.AdapterParseError:
+            return Judgment(None)
+        correction = out.correction.strip()
+        key = correction_key(step, correction, episode) if out.verdict == "reject" else None
+        return Judgment(out.verdict, float(out.confidence), correction, key)
+
+    def _refine(self, episode: Episode, trajectory: str, steps_text: str, chosen: StepVote) -> Proposal | None:
+        schema = direct_turn_schema(list(episode.env.unread_titles), read_paragraphs(episode), can_read(episode))
+        try:
+            out = lm_call("refine", self.program.refine, question=episode.question, titles="\n".join(episode.env.titles),
+                          trajectory=trajectory, steps=steps_text, step=chosen.step, correction=chosen.agreed.correction,
+                          config=self._config(schema, "refine"))
+        except dspy.utils.exceptions.AdapterParseError:
+            return None
+        return Proposal(to_action(out.action), reasoning=out.thought.strip())
+
+
+class SSR(dspy.Module):
+    def __init__(self, budget: int = 6, verifier_temperature: float = 0.7, votes: int = 3) -> None:
+        super().__init__()
+        self.budget = budget
+        self.verifier_temperature = verifier_temperature
+        self.votes = votes
+        self.turn = dspy.Predict(DirectTurn)
+        self.decompose = dspy.Predict(DecomposeProposal)
+        self.verify = dspy.Predict(VerifyStep)
+        self.refine = dspy.Predict(RefineStep)
+
+    def forward(self, question: str, paragraphs: tuple[Paragraph, ...]) -> dspy.Prediction:
+        policy = SSRPolicy(self)
+        episode = run_episode(question, paragraphs, policy, self.budget, max_turns=self.budget)
+        answer, citations = episode_answer(episode)
+        return dspy.Prediction(answer=answer, citations=citations, episode=episode,
+                               trajectory={**episode_trajectory(episode), "ssr": policy.log})

@@ -1,0 +1,51 @@
+"""The ReAct-style trajectory text Direct, SSR and Reflexion show the model: thought, action, result."""
+
+from __future__ import annotations
+
+from eir_dspy.episode import Action, Episode
+
+
+def render_action(action: dict | Action | None) -> str:
+    if action is None:
+        return "(no valid action could be read from the output)"
+    if isinstance(action, Action):
+        action = {"kind": action.kind, "title": action.title, "answer": action.answer, "citations": action.citations}
+    if action["kind"] == "read":
+        return f"read {action['title']!r}"
+    cites = ", ".join(f"({t!r}, {i})" for t, i in action.get("citations") or ())
+    return f"submit {action['answer']!r}" + (f" citing {cites}" if cites else "")
+
+
+def render_trajectory(episode: Episode, with_status: bool = True) -> str:
+    """Every earlier turn in order, then (optionally) where the agent stands now.
+
+    The turns only ever grow at the end, so consecutive prompts share their prefix and the
+    local engine's state cache evaluates only the new turn.
+    """
+    blocks = [
+        f"Turn {t.turn}\nThought: {t.reasoning or '-'}\nAction: {render_action(t.action)}\nResult: {t.feedback}"
+        for t in episode.turns
+    ]
+    if with_status:
+        blocks.append(status_line(episode))
+    return "\n\n".join(blocks) if blocks else "(nothing yet)"
+
+
+def status_line(episode: Episode) -> str:
+    turn = episode.turn
+    line = f"Now turn {turn} of {episode.max_turns}; {episode.reads_left} reads left."
+    if turn >= episode.max_turns or episode.reads_left <= 0 or not episode.env.unread_titles:
+        line += " You must submit your answer now."
+    return line
+
+
+def read_paragraphs(episode: Episode) -> list[tuple[str, int]]:
+    """(title, sentence count) of every paragraph read, for citation grammars."""
+    counts: dict[str, int] = {}
+    for r in episode.evidence.records:
+        counts[r.title] = counts.get(r.title, 0) + 1
+    return list(counts.items())
+
+
+def can_read(episode: Episode) -> bool:
+    return episode.turn < episode.max_turns and episode.reads_left > 0 and bool(episode.env.unread_titles)
