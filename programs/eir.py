@@ -28,7 +28,7 @@ class EIRPolicy:
             config = response_format("eir_turn", eir_turn_schema(unread, list(episode.evidence.titles), episode.reads_left))
         try:
             out = lm_call(
-                "turn", self.predict,
+                "action", self.predict,  # the same role name as every method's per-turn call
                 question=episode.question,
                 unread_titles="\n".join(unread) or "(all paragraphs have been read)",
                 requirements=self.lists.render_requirements(),

@@ -23,7 +23,7 @@ def run_eir(lm, question):
 def test_calls_tokens_and_roles_are_recorded_per_call():
     lm = scripted_lm([turn("read", "Alpha"), turn("submit"), final("Tulsa")])
     ledger = run_eir(lm, "Where did Alpha form?")
-    assert [c.role for c in ledger.calls] == ["turn", "turn", "final"]
+    assert [c.role for c in ledger.calls] == ["action", "action", "final"]
     # The scripted engine bills words: the ledger must carry exactly those numbers.
     prompts = lm.engine.prompts
     assert [c.prompt_tokens for c in ledger.calls] == [len(p.split()) for p in prompts]

@@ -38,7 +38,7 @@ def test_final_answer_sees_only_question_and_evidence():
     for leaked in ("QQREQUIREMENT", "QQCLAIM", "QQSUBMITTED", "R1", "C1", "Act of Congress"):
         assert leaked not in final_prompt
     assert "[1] Their first show was in Tulsa." in final_prompt and Q in final_prompt
-    assert ledger.by_role() == {"turn": 3, "final": 1}
+    assert ledger.by_role() == {"action": 3, "final": 1}
 
 
 def test_turn_prompt_has_the_lists_and_only_unread_titles():

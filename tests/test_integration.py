@@ -39,3 +39,30 @@ def test_eir_on_two_real_questions_logs_an_mlflow_run(tmp_path, monkeypatch, dat
     table = json.loads(Path(mlflow.artifacts.download_artifacts(run_id=out["run_id"],
                                                                 artifact_path="per_question.json")).read_text())
     assert len(table["data"]) == 2 and table["columns"][0] == "id"
+
+
+# One real question per baseline, H=1: every signature's grammar compiles and decodes on llama.cpp
+# and each method's calls stay within its own bound.
+BASELINES = {
+    "direct": ([], lambda roles, h: roles.keys() == {"action"} and roles["action"] <= h),
+    "full_pool": ([], lambda roles, h: roles == {"final": 1}),
+    "ssr": (["--votes", "2"], lambda roles, h: roles["action"] <= h and roles.get("verify", 0) <= 3 * 2 * h
+            and roles.get("refine", 0) <= h),
+    "reflexion": (["--trials", "2"], lambda roles, h: roles["action"] <= 2 * h and roles.get("reflect", 0) <= 1),
+}
+
+
+@pytest.mark.parametrize("method", sorted(BASELINES))
+def test_each_baseline_runs_on_a_real_question(method, tmp_path, monkeypatch, data_dir):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
+    import eval.run as run_module
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    extra, within_bounds = BASELINES[method]
+    out = run_module.main(["--data", str(data_dir), "--lm", "smollm2-135m", "--limit", "1", "--budget", "1",
+                           "--method", method, "--experiment", "integration", *extra])
+    (record,) = out["records"]
+    assert record["error"] is None, record["error"]
+    assert record["prompt_tokens"] > 100 and within_bounds(record["calls_by_role"], 1), record["calls_by_role"]
+    assert mlflow.get_run(out["run_id"]).info.status == "FINISHED"
