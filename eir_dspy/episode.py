@@ -63,11 +63,6 @@ class Episode:
         return self.turn_limit if self.turn_limit is not None else self.budget + 1
 
     @property
-    def turns_left(self) -> int:
-        """Turns after the current one."""
-        return self.max_turns - self.turn
-
-    @property
     def reads_left(self) -> int:
         return self.budget - self.reads
 

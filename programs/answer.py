@@ -9,9 +9,8 @@ from __future__ import annotations
 import dspy
 
 from eir_dspy.accounting import lm_call
-from eir_dspy.lm import supports_grammar
 from signatures import FinalAnswer
-from signatures.schemas import final_answer_schema, response_format
+from signatures.schemas import final_answer_schema, grammar_config
 
 
 class AnswerFromEvidence(dspy.Module):
@@ -21,7 +20,7 @@ class AnswerFromEvidence(dspy.Module):
 
     def forward(self, question: str, evidence: str, titles: list[str]) -> dspy.Prediction:
         """`evidence` is rendered sentences; `titles` the paragraphs they come from (for decoding only)."""
-        config = response_format("final_answer", final_answer_schema(titles)) if supports_grammar(dspy.settings.lm) else {}
+        config = grammar_config("final_answer", lambda: final_answer_schema(titles))
         try:
             out = lm_call("final", self.predict, question=question, evidence=evidence, config=config)
         except dspy.utils.exceptions.AdapterParseError:

@@ -10,18 +10,23 @@ import dspy
 
 from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal, run_episode
-from eir_dspy.lm import supports_grammar
 from eir_dspy.paragraphs import Paragraph
 from programs.errors import short_error
 from programs.trajectory import can_read, read_paragraphs, render_trajectory
 from signatures import DirectTurn
 from signatures.direct_turn import DirectAction
-from signatures.schemas import direct_turn_schema, response_format
+from signatures.schemas import direct_turn_schema, grammar_config
 
 
 def to_action(a: DirectAction) -> Action:
     return Action(kind=a.kind, title=a.title, answer=a.answer.strip(),
                   citations=tuple((c.title, c.sentence) for c in a.citations))
+
+
+def action_config(name: str, episode: Episode) -> dict:
+    """The grammar of a Direct-style action now: unread titles, citable sentences, submit-only at the end."""
+    return grammar_config(name, lambda: direct_turn_schema(list(episode.env.unread_titles), read_paragraphs(episode),
+                                                           can_read(episode)))
 
 
 def submit_problem(action: Action, episode: Episode) -> str | None:
@@ -48,15 +53,9 @@ class DirectPolicy:
         return {"question": episode.question, "titles": "\n".join(episode.env.titles), **extra,
                 "trajectory": render_trajectory(episode)}
 
-    def config(self, episode: Episode) -> dict:
-        if not supports_grammar(dspy.settings.lm):
-            return {}
-        schema = direct_turn_schema(list(episode.env.unread_titles), read_paragraphs(episode), can_read(episode))
-        return response_format("direct_turn", schema)
-
     def propose(self, episode: Episode) -> Proposal:
         try:
-            out = lm_call("action", self.predict, **self.inputs(episode), config=self.config(episode))
+            out = lm_call("action", self.predict, **self.inputs(episode), config=action_config("direct_turn", episode))
         except dspy.utils.exceptions.AdapterParseError as exc:
             return Proposal(None, error=f"the output was not valid JSON for the required fields ({short_error(exc)})")
         return Proposal(to_action(out.action), reasoning=out.thought.strip())

@@ -7,13 +7,12 @@ import dspy
 
 from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal, run_episode
-from eir_dspy.lm import supports_grammar
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import AgentLists
 from programs.answer import AnswerFromEvidence
 from programs.errors import short_error
 from signatures import EIRTurn
-from signatures.schemas import eir_turn_schema, response_format
+from signatures.schemas import eir_turn_schema, grammar_config
 
 
 class EIRPolicy:
@@ -23,9 +22,8 @@ class EIRPolicy:
 
     def propose(self, episode: Episode) -> Proposal:
         unread = list(episode.env.unread_titles)
-        config = {}
-        if supports_grammar(dspy.settings.lm):
-            config = response_format("eir_turn", eir_turn_schema(unread, list(episode.evidence.titles), episode.reads_left))
+        config = grammar_config("eir_turn", lambda: eir_turn_schema(unread, list(episode.evidence.titles),
+                                                                    episode.reads_left))
         try:
             out = lm_call(
                 "action", self.predict,  # the same role name as every method's per-turn call

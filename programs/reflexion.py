@@ -16,12 +16,11 @@ import dspy
 
 from eir_dspy.accounting import calls_so_far, lm_call
 from eir_dspy.episode import Episode, run_episode
-from eir_dspy.lm import supports_grammar
 from eir_dspy.paragraphs import Paragraph
 from programs.direct import DirectPolicy, episode_answer, episode_trajectory
 from programs.trajectory import render_trajectory
 from signatures import Reflect, ReflexionTurn
-from signatures.schemas import reflect_schema, response_format
+from signatures.schemas import grammar_config, reflect_schema
 
 
 def render_reflections(reflections: list[str]) -> str:
@@ -70,7 +69,7 @@ class Reflexion(dspy.Module):
                                variants={"reflexion_first": first})
 
     def _reflect(self, question: str, paragraphs: tuple[Paragraph, ...], episode: Episode) -> str:
-        config = response_format("reflect", reflect_schema()) if supports_grammar(dspy.settings.lm) else {}
+        config = grammar_config("reflect", reflect_schema)
         try:
             out = lm_call("reflect", self.reflect, question=question, titles="\n".join(p.title for p in paragraphs),
                           trajectory=render_trajectory(episode, with_status=False), config=config)

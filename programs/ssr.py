@@ -14,14 +14,14 @@ import dspy
 
 from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
-from eir_dspy.lm import supports_grammar
 from eir_dspy.paragraphs import Paragraph
 from eval.metrics import normalize_answer
-from programs.direct import DirectPolicy, episode_answer, episode_trajectory, submit_problem, to_action
+from programs.direct import (DirectPolicy, action_config, episode_answer, episode_trajectory, submit_problem,
+                             to_action)
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
-from programs.trajectory import can_read, read_paragraphs, render_action, render_trajectory
+from programs.trajectory import render_action, render_trajectory
 from signatures import DecomposeProposal, DirectTurn, RefineStep, VerifyStep
-from signatures.schemas import decompose_schema, direct_turn_schema, response_format, verify_schema
+from signatures.schemas import decompose_schema, grammar_config, verify_schema
 from signatures.ssr import STEPS
 
 _ACTION = re.compile(r"^\s*(read|submit)\b\s*:?\s*(.*?)\s*$", re.IGNORECASE | re.DOTALL)
@@ -93,16 +93,13 @@ class SSRPolicy(DirectPolicy):
             return False
         return action_problem(action, episode) is None and submit_problem(action, episode) is None
 
-    def _config(self, schema: dict, name: str) -> dict:
-        return response_format(name, schema) if supports_grammar(dspy.settings.lm) else {}
-
     def _decompose(self, episode: Episode, trajectory: str, proposal: Proposal):
         text = f"Thought: {proposal.reasoning or '-'}\nAction: {render_action(proposal.action)}"
         return lm_call("decompose", self.program.decompose, question=episode.question, trajectory=trajectory,
-                       proposal=text, config=self._config(decompose_schema(), "decompose"))
+                       proposal=text, config=grammar_config("decompose", decompose_schema))
 
     def _judge(self, episode: Episode, trajectory: str, steps_text: str, step: str, vote: int) -> Judgment:
-        config = {"temperature": self.program.verifier_temperature, **self._config(verify_schema(), "verify")}
+        config = {"temperature": self.program.verifier_temperature, **grammar_config("verify", verify_schema)}
         if self.program.verifier_temperature > 0:
             # Distinct rollout ids (and seeds) make the votes independent samples, not one cached answer.
             config.update(rollout_id=vote, seed=vote)
@@ -116,11 +113,10 @@ class SSRPolicy(DirectPolicy):
         return Judgment(out.verdict, float(out.confidence), correction, key)
 
     def _refine(self, episode: Episode, trajectory: str, steps_text: str, chosen: StepVote) -> Proposal | None:
-        schema = direct_turn_schema(list(episode.env.unread_titles), read_paragraphs(episode), can_read(episode))
         try:
             out = lm_call("refine", self.program.refine, question=episode.question, titles="\n".join(episode.env.titles),
                           trajectory=trajectory, steps=steps_text, step=chosen.step, correction=chosen.agreed.correction,
-                          config=self._config(schema, "refine"))
+                          config=action_config("refine", episode))
         except dspy.utils.exceptions.AdapterParseError:
             return None
         return Proposal(to_action(out.action), reasoning=out.thought.strip())

@@ -68,6 +68,18 @@ def final_answer_schema(read_titles: list[str]) -> dict:
     }
 
 
+def grammar_config(name: str, build_schema) -> dict:
+    """LM kwargs that constrain decoding to `build_schema()` on an engine that enforces grammars, else none.
+
+    The schema is built only when it will be used (API models get the plain signature).
+    """
+    import dspy
+
+    from eir_dspy.lm import supports_grammar
+
+    return response_format(name, build_schema()) if supports_grammar(dspy.settings.lm) else {}
+
+
 def response_format(name: str, schema: dict) -> dict:
     """The OpenAI-chat shape DSPy carries into Request.config.response_format."""
     return {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}

@@ -54,6 +54,17 @@ def scripted_lm(replies, constrained: bool = False, cache: bool = False, model: 
     return dspy.LM(model, engine=ScriptedEngine(replies, constrained), cache=cache, temperature=0.0, max_tokens=512)
 
 
+def run_program(program, question, paragraphs, replies, constrained: bool = False):
+    """Run a method on a scripted LM with the project's adapter; returns (prediction, ledger, engine)."""
+    from eir_dspy.accounting import Ledger, recording
+
+    lm = scripted_lm(replies, constrained=constrained)
+    ledger = Ledger()
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), recording(ledger):
+        pred = program(question=question, paragraphs=paragraphs)
+    return pred, ledger, lm.engine
+
+
 def turn(kind="read", title="", answer="", reqs=(), concls=()):
     """One EIR turn output as the model would write it."""
     return {"requirement_updates": list(reqs), "conclusion_updates": list(concls),

@@ -1,19 +1,13 @@
-import dspy
 
-from eir_dspy.accounting import Ledger, recording
 from programs import Direct
-from tests.scripted import act, field, scripted_lm
+from tests.scripted import act, field, run_program
 from tests.test_eir import POOL, Q
 
 BAND = "Tinted Windows (band)"
 
 
 def run(replies, budget=6, constrained=False):
-    lm = scripted_lm(replies, constrained=constrained)
-    ledger = Ledger()
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), recording(ledger):
-        pred = Direct(budget=budget)(question=Q, paragraphs=POOL)
-    return pred, ledger, lm.engine
+    return run_program(Direct(budget=budget), Q, POOL, replies, constrained)
 
 
 def test_first_valid_submit_is_scored_and_later_replies_are_never_requested():

@@ -1,10 +1,8 @@
-import dspy
 import pytest
 
-from eir_dspy.accounting import Ledger, recording
 from eir_dspy.paragraphs import Paragraph
 from programs.eir import EIR
-from tests.scripted import final, scripted_lm, turn
+from tests.scripted import final, run_program, turn
 
 POOL = (
     Paragraph("Tinted Windows (album)", ("Tinted Windows is the debut album of Tinted Windows.",), 0),
@@ -18,11 +16,7 @@ CONC = {"id": None, "claim": "QQCLAIM first show in Tulsa", "status": "supported
 
 
 def run(replies, budget=6, constrained=False):
-    lm = scripted_lm(replies, constrained=constrained)
-    ledger = Ledger()
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), recording(ledger):
-        pred = EIR(budget=budget)(question=Q, paragraphs=POOL)
-    return pred, ledger, lm.engine
+    return run_program(EIR(budget=budget), Q, POOL, replies, constrained)
 
 
 def test_final_answer_sees_only_question_and_evidence():

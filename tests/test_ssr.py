@@ -1,10 +1,8 @@
 """SSR's control flow on a scripted LM: call counts, refinement, fallbacks, independent votes."""
 
-import dspy
 
-from eir_dspy.accounting import Ledger, recording
 from programs import SSR
-from tests.scripted import act, field, scripted_lm
+from tests.scripted import act, field, run_program
 from tests.test_eir import POOL, Q
 
 BAND, ALBUM, ACT = "Tinted Windows (band)", "Tinted Windows (album)", "Act of Congress"
@@ -36,11 +34,7 @@ class Script:
 
 
 def run(script, budget=2, **options):
-    lm = scripted_lm(script)
-    ledger = Ledger()
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), recording(ledger):
-        pred = SSR(budget=budget, **options)(question=Q, paragraphs=POOL)
-    return pred, ledger, lm.engine
+    return run_program(SSR(budget=budget, **options), Q, POOL, script)
 
 
 def test_verification_always_runs_two_plus_nine_calls_per_turn_without_refinement():
