@@ -1,4 +1,3 @@
-
 from programs import Direct
 from tests.scripted import act, field, run_program
 from tests.test_eir import POOL, Q

@@ -1,6 +1,5 @@
 """SSR's control flow on a scripted LM: call counts, refinement, fallbacks, independent votes."""
 
-
 from programs import SSR
 from tests.scripted import act, field, run_program
 from tests.test_eir import POOL, Q
