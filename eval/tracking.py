@@ -11,15 +11,23 @@ DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 CONFIG_TAG = "eir.config"
 RESULTS_TAG = "eir.results_path"
 VARIANT_OF_TAG = "eir.variant_of"
+KIND_TAG = "eir.kind"  # set on comparison runs, so they are never read back as method runs
+COMPARISON_KIND = "comparison"
 
 TABLE_COLUMNS = ["id", "question", "gold", "prediction", "answer_f1", "em", "support_f1", "calls",
                  "prompt_tokens", "completion_tokens", "evidence_titles", "rejected_actions", "error"]
 
 
 def setup(experiment: str) -> str:
+    uri = use_tracking_uri()
+    mlflow.set_experiment(experiment)
+    return uri
+
+
+def use_tracking_uri() -> str:
+    """$MLFLOW_TRACKING_URI, else the project's sqlite store."""
     uri = os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
     mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment(experiment)
     return uri
 
 

@@ -1,0 +1,108 @@
+"""Runs made by `python -m eval.run`, read back from MLflow with their per-question records."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlflow
+from mlflow.entities import Run
+
+from eval import tracking
+
+
+class SelectionError(ValueError):
+    """The runs asked for cannot be compared (none found, unknown ids, missing results)."""
+
+
+@dataclass(frozen=True)
+class LoggedRun:
+    run_id: str
+    experiment_id: str
+    name: str
+    method: str
+    dataset: str
+    lm: str
+    budget: int
+    start_time: int
+    metrics: dict[str, float]
+    records: tuple[dict, ...]  # in the run's question order
+
+    @property
+    def column(self) -> tuple[str, str]:
+        """Where this run sits in Table 1: one column per (dataset, LM)."""
+        return self.dataset, self.lm
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset(r["id"] for r in self.records)
+
+
+def load_run(run: Run) -> LoggedRun:
+    config = json.loads(run.data.tags[tracking.CONFIG_TAG])
+    return LoggedRun(
+        run_id=run.info.run_id,
+        experiment_id=run.info.experiment_id,
+        name=run.info.run_name,
+        method=tracking.method_label(config),
+        dataset=config["dataset"],
+        lm=config["lm"],
+        budget=int(config["budget"]),
+        start_time=run.info.start_time,
+        metrics=dict(run.data.metrics),
+        records=tuple(_results(run)),
+    )
+
+
+def select_runs(experiment: str | None = None, run_ids: list[str] | None = None, filter_string: str = "",
+                methods: list[str] | None = None) -> tuple[list[LoggedRun], list[str]]:
+    """Finished eval.run runs (by id, or all of an experiment matching an MLflow filter), newest first.
+
+    Returns the runs and notes on what was skipped, so the caller can say why a run is missing.
+    """
+    notes: list[str] = []
+    if run_ids:
+        runs = []
+        for run_id in run_ids:
+            try:
+                runs.append(mlflow.get_run(run_id))
+            except mlflow.exceptions.MlflowException:
+                raise SelectionError(f"run {run_id}: no such run in {mlflow.get_tracking_uri()}") from None
+    else:
+        found = mlflow.get_experiment_by_name(experiment)
+        if found is None:
+            raise SelectionError(f"no experiment named {experiment!r} in {mlflow.get_tracking_uri()}")
+        runs = mlflow.search_runs(experiment_ids=[found.experiment_id], filter_string=filter_string,
+                                  order_by=["attributes.start_time DESC"], output_format="list")
+    loaded = []
+    for run in runs:
+        label = f"run {run.info.run_id} ({run.info.run_name})"
+        if run.data.tags.get(tracking.KIND_TAG) == tracking.COMPARISON_KIND:
+            if run_ids:
+                raise SelectionError(f"{label} is a comparison, not a method run")
+            continue
+        if tracking.CONFIG_TAG not in run.data.tags:
+            raise SelectionError(f"{label} was not made by eval.run (no {tracking.CONFIG_TAG} tag)")
+        if run.info.status != "FINISHED":
+            notes.append(f"skipped {label}: status {run.info.status} (resume it with --resume to finish it)")
+            continue
+        logged = load_run(run)
+        if methods and logged.method not in methods:
+            continue
+        loaded.append(logged)
+    if not loaded:
+        where = f"runs {run_ids}" if run_ids else f"experiment {experiment!r}" + (f" with {filter_string!r}" if filter_string else "")
+        raise SelectionError(f"no finished eval.run runs to compare in {where}" + (f" (methods {methods})" if methods else ""))
+    return loaded, notes
+
+
+def _results(run: Run) -> list[dict]:
+    """The run's per-question JSONL artifact (results.jsonl, or <variant>.jsonl for a variant run)."""
+    client = mlflow.MlflowClient()
+    names = [a.path for a in client.list_artifacts(run.info.run_id) if a.path.endswith(".jsonl")]
+    if len(names) != 1:
+        raise SelectionError(f"run {run.info.run_id} ({run.info.run_name}): expected one per-question .jsonl "
+                             f"artifact, found {names or 'none'}")
+    path = Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path=names[0]))
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

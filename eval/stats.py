@@ -1,0 +1,113 @@
+"""Paired statistics for "method A beats method B" on the same questions.
+
+- Answer F1: paired bootstrap over questions (the middle 95% of resampled mean differences).
+- Exact Match: exact two-sided McNemar test on the discordant pairs.
+- Holm's step-down correction over a named family of comparisons.
+
+Every function takes plain per-question arrays, already paired (see eval.pairing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy.stats import binomtest
+
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Mean of (other - baseline) with a percentile interval and a two-sided p-value."""
+
+    diff: float
+    low: float
+    high: float
+    p: float
+    resamples: int
+    seed: int
+    confidence: float
+
+
+@dataclass(frozen=True)
+class McNemar:
+    b: int  # only the baseline exact
+    c: int  # only the other method exact
+    p: float
+
+
+@dataclass(frozen=True)
+class Adjusted:
+    p: float
+    adjusted: float
+    significant: bool
+
+
+def paired_bootstrap(baseline: Sequence[float], other: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES,
+                     seed: int = BOOTSTRAP_SEED, confidence: float = 0.95) -> Bootstrap:
+    """Resample question indices with replacement; each resample's mean of (other - baseline).
+
+    The p-value is the two-sided bootstrap p of "mean difference = 0": twice the share of
+    resampled means on the far side of zero, with the usual +1 so it is never exactly 0.
+    It agrees with the interval: the 95% interval excludes 0 exactly when p < 0.05 (up to that +1).
+    """
+    d = _differences(baseline, other)
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for start in range(0, resamples, 1000):  # chunks keep memory flat for long runs
+        stop = min(resamples, start + 1000)
+        means[start:stop] = d[rng.integers(0, len(d), size=(stop - start, len(d)))].mean(axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    far = min(np.sum(means <= 0), np.sum(means >= 0))
+    p = min(1.0, 2 * (far + 1) / (resamples + 1))
+    return Bootstrap(float(d.mean()), float(low), float(high), float(p), resamples, seed, confidence)
+
+
+def mcnemar_exact(baseline_correct: Sequence[bool], other_correct: Sequence[bool]) -> McNemar:
+    """Exact two-sided McNemar: under H0 each discordant pair is a fair coin, b ~ Binomial(b + c, 1/2)."""
+    base = np.asarray(baseline_correct, dtype=bool)
+    other = np.asarray(other_correct, dtype=bool)
+    if base.shape != other.shape or base.ndim != 1:
+        raise ValueError(f"need two equal-length 1-d arrays, got shapes {base.shape} and {other.shape}")
+    b = int(np.sum(base & ~other))
+    c = int(np.sum(~base & other))
+    p = 1.0 if b + c == 0 else float(binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
+    return McNemar(b, c, p)
+
+
+def holm(pvalues: Mapping[str, float], alpha: float = 0.05) -> dict[str, Adjusted]:
+    """Holm's step-down adjustment: the k-th smallest p (k from 0) times (m - k), made monotone, capped at 1."""
+    if not pvalues:
+        return {}
+    bad = {k: p for k, p in pvalues.items() if not 0.0 <= p <= 1.0}
+    if bad:
+        raise ValueError(f"p-values must lie in [0, 1]: {bad}")
+    m = len(pvalues)
+    order = sorted(pvalues, key=lambda k: pvalues[k])
+    out, running = {}, 0.0
+    for k, name in enumerate(order):
+        running = max(running, min(1.0, (m - k) * pvalues[name]))
+        out[name] = Adjusted(pvalues[name], running, running <= alpha)
+    return {name: out[name] for name in pvalues}  # the caller's order
+
+
+def mean_interval(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                  confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of one run's mean (the error bars of a plot)."""
+    zeros = np.zeros(len(values))
+    result = paired_bootstrap(zeros, values, resamples, seed, confidence)
+    return result.low, result.high
+
+
+def _differences(baseline: Sequence[float], other: Sequence[float]) -> np.ndarray:
+    a = np.asarray(baseline, dtype=float)
+    b = np.asarray(other, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"need two equal-length 1-d arrays, got shapes {a.shape} and {b.shape}")
+    if len(a) == 0:
+        raise ValueError("no paired questions to compare")
+    return b - a

@@ -1,0 +1,124 @@
+"""The paper-style tables of a comparison, as markdown (readable in a terminal and in MLflow)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from statistics import mean
+
+from eval.comparison import Column, Grid, run_means
+
+BELOW, ABOVE = "*", "+"
+
+
+def markdown(head: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+
+
+def column_name(column: Column) -> str:
+    dataset, lm = column
+    return f"{dataset} · {lm.rsplit('/', 1)[-1]}"
+
+
+def table1(grid: Grid) -> str:
+    """Rows: methods; per (dataset, LM) column: Answer F1 and calls/question."""
+    head = ["method"]
+    for column in grid.columns:
+        head += [f"{column_name(column)} F1", "calls/q"]
+    rows = []
+    for method in grid.methods:
+        row = [method]
+        for column in grid.columns:
+            run = grid.run(method, column)
+            if run is None:
+                row += ["–", "–"]
+                continue
+            m = run_means(run)
+            mark = {"below": BELOW, "above": ABOVE}.get(_verdict(grid, method, column), "")
+            ref = grid.run(grid.reference, column)
+            n = f" (n={int(m['n'])})" if ref is None or len(run.records) != len(ref.records) else ""
+            row += [f"{m['answer_f1']:.1f}{mark}{n}", f"{m['calls']:.2f}"]
+        rows.append(row)
+    ns = ", ".join(f"{column_name(c)}: n={len(grid.run(grid.reference, c).records)}" for c in grid.columns
+                   if grid.run(grid.reference, c))
+    note = (f"{BELOW} / {ABOVE}: Answer F1 significantly below / above {grid.reference} in the same column "
+            f"(paired bootstrap, Holm over the {len(grid.comparisons)} comparisons of family "
+            f"'{grid.family}', alpha {grid.alpha}). Questions: {ns}.")
+    return markdown(head, rows) + "\n\n" + note
+
+
+def comparison_details(grid: Grid) -> str:
+    head = ["column", "baseline", "n", f"ΔF1 ({grid.reference} − baseline) [95% CI]", "p", "p Holm",
+            "EM b / c", "McNemar p", "p Holm"]
+    rows = []
+    for c in grid.comparisons:
+        rows.append([column_name(c.column), c.method, str(len(c.ids)),
+                     f"{c.f1.diff:+.1f} [{c.f1.low:+.1f}, {c.f1.high:+.1f}]", _p(c.f1.p),
+                     _p(c.f1_holm.adjusted) + (" ✓" if c.f1_holm.significant else ""),
+                     f"{c.em.b} / {c.em.c}", _p(c.em.p), _p(c.em_holm.adjusted) + (" ✓" if c.em_holm.significant else "")])
+    note = (f"Bootstrap: {grid.resamples:,} resamples of the paired questions, seed {grid.seed}, percentile "
+            f"interval. McNemar: exact two-sided; b = only the baseline exact, c = only {grid.reference} exact. "
+            f"✓: significant at {grid.alpha} after Holm over family '{grid.family}'."
+            + (" Compared on the questions both runs share (--intersection)." if grid.intersection else ""))
+    return markdown(head, rows) + "\n\n" + note if rows else f"(no baseline runs to compare with {grid.reference})"
+
+
+def table9(grid: Grid) -> str:
+    """Averages over the (dataset, LM) columns, and ratios to the reference over the columns both have."""
+    head = ["method", "columns", "Answer F1", "EM", "calls/q", "tokens/q", "cost/q (USD)",
+            "F1 ratio", "calls ratio", "tokens ratio", "cost ratio"]
+    rows = []
+    for method in grid.methods:
+        cols = [c for c in grid.columns if grid.run(method, c)]
+        means = [run_means(grid.run(method, c)) for c in cols]
+        shared = [c for c in cols if grid.run(grid.reference, c)]
+        ratio = {k: _ratio(grid, method, shared, k) for k in ("answer_f1", "calls", "tokens", "cost_usd")}
+        rows.append([method, f"{len(cols)}/{len(grid.columns)}",
+                     f"{mean(m['answer_f1'] for m in means):.1f}", f"{mean(m['em'] for m in means):.1f}",
+                     f"{mean(m['calls'] for m in means):.2f}", f"{mean(m['tokens'] for m in means):,.0f}",
+                     _money(mean(m['cost_usd'] for m in means)),
+                     *(_x(ratio[k]) for k in ("answer_f1", "calls", "tokens", "cost_usd"))])
+    note = (f"Plain means over the columns each method ran in; ratios are method / {grid.reference} over the "
+            "columns both ran in (n/a where the reference's value is 0, e.g. the cost of a local model).")
+    return markdown(head, rows) + "\n\n" + note
+
+
+def comparisons_csv(grid: Grid) -> str:
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["family", "reference", "baseline", "dataset", "lm", "n", "f1_diff", "f1_ci_low", "f1_ci_high",
+                "f1_p", "f1_p_holm", "f1_significant", "mcnemar_b", "mcnemar_c", "mcnemar_p", "mcnemar_p_holm",
+                "mcnemar_significant", "reference_run", "baseline_run"])
+    for c in grid.comparisons:
+        w.writerow([grid.family, c.reference, c.method, *c.column, len(c.ids), c.f1.diff, c.f1.low, c.f1.high,
+                    c.f1.p, c.f1_holm.adjusted, c.f1_holm.significant, c.em.b, c.em.c, c.em.p, c.em_holm.adjusted,
+                    c.em_holm.significant, grid.run(c.reference, c.column).run_id, grid.run(c.method, c.column).run_id])
+    return out.getvalue()
+
+
+def _verdict(grid: Grid, method: str, column: Column) -> str:
+    found = grid.comparison(method, column)
+    return found.verdict if found else ""
+
+
+def _ratio(grid: Grid, method: str, columns: list[Column], key: str) -> float:
+    if not columns:
+        return float("nan")
+    num = mean(run_means(grid.run(method, c))[key] for c in columns)
+    den = mean(run_means(grid.run(grid.reference, c))[key] for c in columns)
+    return num / den if den else float("nan")
+
+
+def _p(p: float) -> str:
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def _x(ratio: float) -> str:
+    return "n/a" if math.isnan(ratio) else f"{ratio:.2f}×"
+
+
+def _money(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.4f}"

@@ -1,0 +1,88 @@
+"""The MLflow UI as a user sees it: `mlflow server` on loopback over a store with two small runs,
+loaded in headless Chromium (Debian's, driven by Playwright). Screenshots go to test-artifacts/."""
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import mlflow
+import pytest
+
+import eval.run as run_module
+from tests.test_runner import ARGS, direct_reply, reply, use_lm, workdir  # noqa: F401  (workdir is a fixture)
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+# Without the background-networking flags Chromium keeps dialing out, which this closed network refuses.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ui(workdir, monkeypatch):
+    """Two eval.run runs (EIR and Direct on scripted LMs) served by `mlflow server`."""
+    use_lm(monkeypatch, reply)
+    eir = run_module.main(ARGS)
+    use_lm(monkeypatch, direct_reply)
+    direct = run_module.main(ARGS + ["--method", "direct"])
+    port = free_port()
+    log = open(workdir / "mlflow_server.log", "w")
+    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
+                               f"sqlite:///{workdir}/mlflow.db", "--host", "127.0.0.1", "--port", str(port),
+                               "--workers", "1"], cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/health", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"mlflow server did not come up: {(workdir / 'mlflow_server.log').read_text()[-2000:]}")
+                time.sleep(0.5)
+        yield base, mlflow.get_run(eir["run_id"]), mlflow.get_run(direct["run_id"])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+def test_both_runs_are_listed_and_their_metrics_line_up_in_compare(ui):
+    from playwright.sync_api import sync_playwright
+
+    base, eir, direct = ui
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} not found: scripts/setup.sh installs Debian's chromium (apt-get, as root)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    experiment = eir.info.experiment_id
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.goto(f"{base}/#/experiments/{experiment}/runs")
+        for run in (eir, direct):  # run names say method / dataset / LM / H
+            page.get_by_text(run.info.run_name).first.wait_for(timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / "mlflow_ui_runs.png"), full_page=True)
+
+        ids = ",".join(f'"{r.info.run_id}"' for r in (eir, direct))
+        page.goto(f"{base}/#/compare-runs?runs=[{ids}]&experiments=[\"{experiment}\"]")
+        page.get_by_text("answer_f1").first.wait_for(timeout=60_000)
+        text = page.inner_text("body")
+        page.screenshot(path=str(ARTIFACTS / "mlflow_ui_compare.png"), full_page=True)
+        browser.close()
+    for name in ("answer_f1", "calls_per_question", "support_f1", "tokens_per_question"):
+        assert name in text
+    for run in (eir, direct):  # each run's own value is on the page
+        assert run.info.run_name in text
+        assert f"{run.data.metrics['answer_f1']:.2f}"[:4] in text
+    assert eir.data.metrics["calls_per_question"] != direct.data.metrics["calls_per_question"]
