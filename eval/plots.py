@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")  # headless: CI and servers have no display
 import matplotlib.pyplot as plt  # noqa: E402
@@ -32,6 +33,8 @@ def f1_vs_calls(grid: Grid, path: Path) -> Path:
     for column, marker in markers.items():
         ax.plot([], [], marker, color="grey", label=column_name(column))
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())  # 2, 5, 10 rather than 2×10⁰
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("LM calls per question (log scale)")
     ax.set_ylabel("Answer F1")
     ax.set_title("Answer F1 against cost (bars: bootstrap 95% interval)")
