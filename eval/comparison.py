@@ -33,7 +33,7 @@ class Comparison:
 
     @property
     def key(self) -> str:
-        return f"{self.method}|{self.column[0]}|{self.column[1]}"
+        return comparison_key(self.method, self.column)
 
     @property
     def verdict(self) -> str:
@@ -123,13 +123,18 @@ def compare(runs: list[LoggedRun], reference: str, family: str | None = None, al
                               resamples, seed)
         em = mcnemar_exact([base_by[i]["em"] >= 1 for i in ids], [ref_by[i]["em"] >= 1 for i in ids])
         raw.append((column, method, ids, f1, em))
-    keys = [f"{m}|{c[0]}|{c[1]}" for c, m, *_ in raw]
+    keys = [comparison_key(m, c) for c, m, *_ in raw]
     f1_holm = holm(dict(zip(keys, (r[3].p for r in raw))), alpha)
     em_holm = holm(dict(zip(keys, (r[4].p for r in raw))), alpha)
     comparisons = [Comparison(c, m, reference, ids, f1, em, f1_holm[k], em_holm[k])
                    for k, (c, m, ids, f1, em) in zip(keys, raw)]
     return Grid(reference, family or f"{reference}_vs_baselines", alpha, intersection, resamples, seed, placed,
                 comparisons, notes)
+
+
+def comparison_key(method: str, column: Column) -> str:
+    """The name of one comparison in its Holm family."""
+    return f"{method}|{column[0]}|{column[1]}"
 
 
 def run_means(run: LoggedRun) -> dict[str, float]:
