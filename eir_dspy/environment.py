@@ -1,10 +1,29 @@
-"""The distractor setting: a fixed pool of paragraphs the agent reads by title."""
+"""The distractor setting: a fixed pool of paragraphs the agent reads by title.
+
+Every environment gives the shared episode loop the same three things: `problem` (why an
+action cannot run here), `execute` (run it, store evidence) and `opening` (the first turn's
+result). eir_dspy.corpus_environment is the other setting.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from eir_dspy.paragraphs import Paragraph
+
+if TYPE_CHECKING:
+    from eir_dspy.episode import Action, Episode
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What an executed action returned: the full result, and a one-line brief of it
+    (what a compact trajectory shows for a read)."""
+
+    feedback: str
+    brief: str
+    read_title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -16,6 +35,10 @@ class ReadResult:
 
 class PoolEnvironment:
     """Question-side view of a paragraph pool. The agent starts knowing only the titles."""
+
+    setting = "pool"
+    opening = "(nothing yet: choose a paragraph to read)"
+    invalid_reads_cost_a_read = False  # an unknown title falls back to the first unread paragraph
 
     def __init__(self, paragraphs: tuple[Paragraph, ...]) -> None:
         self.paragraphs = paragraphs
@@ -29,6 +52,10 @@ class PoolEnvironment:
     @property
     def unread_titles(self) -> tuple[str, ...]:
         return tuple(p.title for p in self.paragraphs if p.title not in self._read)
+
+    @property
+    def has_unread(self) -> bool:
+        return bool(self.unread_titles)
 
     def find_unread(self, requested: str) -> str | None:
         """The unread title `requested` names (same matching as a read), or None."""
@@ -45,6 +72,29 @@ class PoolEnvironment:
         title = title or unread[0]
         self._read.add(title)
         return ReadResult(self._by_title[title], requested, fell_back)
+
+
+    def problem(self, action: "Action", episode: "Episode") -> str | None:
+        if action.kind == "search":
+            return "there is no search in the pool setting: read one of the titles, or submit"
+        if action.kind == "read" and not self.unread_titles:
+            return "every paragraph has been read; the only valid action now is submit"
+        return None
+
+    def execute(self, action: "Action", episode: "Episode") -> Outcome:
+        result = self.read(action.title)
+        episode.reads += 1
+        paragraph = result.paragraph
+        episode.evidence.add_paragraph(paragraph, episode.turn)
+        header = f"Read {paragraph.title!r}"
+        if result.fell_back:
+            header = f"No unread title matches {action.title!r}; read {paragraph.title!r} instead"
+        text = f"{header} ({episode.reads_left} reads left):\n" + render_sentences(paragraph)
+        return Outcome(text, text, paragraph.title)
+
+
+def render_sentences(paragraph: Paragraph) -> str:
+    return "\n".join(f"[{i}] {s.strip()}" for i, s in enumerate(paragraph.sentences))
 
 
 def _match(requested: str, titles: tuple[str, ...]) -> str | None:

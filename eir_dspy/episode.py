@@ -1,27 +1,35 @@
-"""The one episode loop every pool method shares. Methods differ only by their policy.
+"""The one episode loop every method shares, in both settings. Methods differ only by their
+policy; settings only by their environment (a pool read by title, or a corpus to search).
 
 A turn: the policy makes its LM call(s) and proposes an action; the loop checks the action
-against the budget, lets the policy commit its own state (EIR's lists), then executes it.
-An unparseable output or an invalid action is rejected with an explanation and still
-consumes the turn.
+against the budget and the environment, lets the policy commit its own state (EIR's lists),
+then has the environment execute it. An unparseable output or an invalid action is rejected
+with an explanation and still consumes the turn (in the corpus setting an invalid read also
+consumes a read attempt).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, Union
 
-from eir_dspy.environment import PoolEnvironment
+from eir_dspy.environment import Outcome, PoolEnvironment
 from eir_dspy.evidence import EvidenceStore
-from eir_dspy.paragraphs import Paragraph
+
+if TYPE_CHECKING:
+    from eir_dspy.corpus_environment import CorpusEnvironment
+
+Environment = Union[PoolEnvironment, "CorpusEnvironment"]
 
 
 @dataclass(frozen=True)
 class Action:
-    kind: Literal["read", "submit"]
-    title: str = ""
+    kind: Literal["search", "read", "submit"]
+    title: str = ""  # pool read
     answer: str = ""
     citations: tuple[tuple[str, int], ...] = ()
+    query: str = ""  # corpus search
+    paragraph_id: str = ""  # corpus read
 
 
 @dataclass
@@ -43,18 +51,20 @@ class TurnRecord:
     read_title: str | None = None
     notes: list[str] = field(default_factory=list)
     reasoning: str = ""
+    brief: str = ""  # the result in one line where the full one is long (a read paragraph)
 
 
 @dataclass
 class Episode:
     question: str
-    env: PoolEnvironment
+    env: Environment
     budget: int  # H: read attempts allowed
     turn_limit: int | None = None  # None: H reads plus one more decision (EIR); Direct: H turns in all
     evidence: EvidenceStore = field(default_factory=EvidenceStore)
     turn: int = 0
     reads: int = 0
-    last_feedback: str = "(nothing yet: choose a paragraph to read)"
+    searches: int = 0
+    last_feedback: str = ""
     turns: list[TurnRecord] = field(default_factory=list)
     submitted: Action | None = None
 
@@ -85,26 +95,32 @@ class Policy(Protocol):
         """Apply policy state for an accepted turn; returns notes for the next prompt."""
 
 
-def run_episode(question: str, paragraphs: tuple[Paragraph, ...], policy: Policy, budget: int,
+def run_episode(question: str, env: Environment, policy: Policy, budget: int,
                 max_turns: int | None = None) -> Episode:
-    episode = Episode(question=question, env=PoolEnvironment(paragraphs), budget=budget, turn_limit=max_turns)
+    """Run one trial in `env` (a fresh environment: nothing found or read yet)."""
+    episode = Episode(question=question, env=env, budget=budget, turn_limit=max_turns, last_feedback=env.opening)
     while episode.turn < episode.max_turns and episode.submitted is None:
         episode.turn += 1
         proposal = policy.propose(episode)
-        problem = proposal.error or action_problem(proposal.action, episode) or policy.check(proposal.action, episode)
+        action = proposal.action
+        problem = (proposal.error or action_problem(action, episode) or env.problem(action, episode)
+                   or policy.check(action, episode))
         if problem:
+            if action is not None and action.kind == "read" and env.invalid_reads_cost_a_read and episode.reads_left > 0:
+                episode.reads += 1
+                problem += f" ({episode.reads_left} reads left)"
             episode.last_feedback = f"Turn {episode.turn} was rejected: {problem}"
-            episode.turns.append(TurnRecord(episode.turn, _as_dict(proposal.action), False, problem,
-                                            reasoning=proposal.reasoning))
+            episode.turns.append(TurnRecord(episode.turn, _as_dict(action), False, problem,
+                                            reasoning=proposal.reasoning, brief=problem))
             continue
         notes = policy.commit(proposal, episode)
-        action = proposal.action
         record = TurnRecord(episode.turn, _as_dict(action), True, "", notes=notes, reasoning=proposal.reasoning)
         if action.kind == "submit":
             episode.submitted = action
-            record.feedback = "submitted"
+            record.feedback = record.brief = "submitted"
         else:
-            record.read_title, record.feedback = _execute_read(action, episode)
+            outcome: Outcome = env.execute(action, episode)
+            record.read_title, record.feedback, record.brief = outcome.read_title, outcome.feedback, outcome.brief
         if notes:
             record.feedback += "\n" + "\n".join(notes)
         episode.last_feedback = record.feedback
@@ -113,27 +129,17 @@ def run_episode(question: str, paragraphs: tuple[Paragraph, ...], policy: Policy
 
 
 def action_problem(action: Action, episode: Episode) -> str | None:
-    """Why the environment cannot execute `action` now (the budget rules every method shares), or None."""
+    """Why `action` cannot run now under the budget rules every method and setting shares, or None."""
     if action.kind == "read" and episode.reads_left <= 0:
-        return f"the read budget of {episode.budget} is used up; the only valid action now is submit"
-    if action.kind == "read" and not episode.env.unread_titles:
-        return "every paragraph has been read; the only valid action now is submit"
+        rest = "search or submit" if episode.env.setting == "corpus" else "submit"
+        return f"the read budget of {episode.budget} is used up; the only valid actions now: {rest}"
     return None
-
-
-def _execute_read(action: Action, episode: Episode) -> tuple[str, str]:
-    result = episode.env.read(action.title)
-    episode.reads += 1
-    paragraph = result.paragraph
-    episode.evidence.add_paragraph(paragraph, episode.turn)
-    header = f"Read {paragraph.title!r}"
-    if result.fell_back:
-        header = f"No unread title matches {action.title!r}; read {paragraph.title!r} instead"
-    lines = [f"[{i}] {s.strip()}" for i, s in enumerate(paragraph.sentences)]
-    return paragraph.title, f"{header} ({episode.reads_left} reads left):\n" + "\n".join(lines)
 
 
 def _as_dict(action: Action | None) -> dict | None:
     if action is None:
         return None
-    return {"kind": action.kind, "title": action.title, "answer": action.answer, "citations": list(action.citations)}
+    out = {"kind": action.kind, "title": action.title, "answer": action.answer, "citations": list(action.citations)}
+    if action.kind == "search" or action.paragraph_id:
+        out.update(query=action.query, paragraph_id=action.paragraph_id)
+    return out

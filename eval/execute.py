@@ -8,6 +8,7 @@ import traceback
 import dspy
 
 from eir_dspy.accounting import CallRecord, Ledger, recording
+from eir_dspy.corpus_index import CorpusIndex
 from eval.metrics import exact_match, max_over_answers, score_question
 from eval.schema import Question
 
@@ -20,17 +21,19 @@ def oracle_for(q: Question):
     return lambda answer: bool(max_over_answers(exact_match, answer, q.answers))
 
 
-def run_question(program: dspy.Module, lm: dspy.LM, q: Question) -> dict:
+def run_question(program: dspy.Module, lm: dspy.LM, q: Question, corpus: CorpusIndex | None = None) -> dict:
     # A copy per question isolates DSPy's history, so the ledger sees exactly this
     # question's calls even when questions run in parallel threads.
     qlm = lm.copy()
     ledger = Ledger()
     kwargs = {"oracle": oracle_for(q)} if getattr(program, "needs_oracle", False) else {}
+    # The corpus setting hides the question's pool: the program sees only the index.
+    kwargs.update({"corpus": corpus} if corpus is not None else {"paragraphs": q.paragraphs})
     t0 = time.perf_counter()
     error, trace, pred = None, None, None
     try:
         with dspy.context(lm=qlm), recording(ledger):
-            pred = program(question=q.question, paragraphs=q.paragraphs, **kwargs)
+            pred = program(question=q.question, **kwargs)
     except Exception as exc:  # a failed question scores 0 and the run goes on
         error = f"{type(exc).__name__}: {exc}"
         trace = traceback.format_exc(limit=4)
@@ -74,6 +77,7 @@ def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, err
         "turns": sum(len(e.turns) for e in episodes),
         "rejected_actions": sum(e.rejected_turns for e in episodes),
         "reads": sum(e.reads for e in episodes),
+        "searches": sum(e.searches for e in episodes),
         "evidence_titles": read,
         "gold_titles": sorted(gold),
         "gold_read_share": (len(gold & set(read)) / len(gold)) if gold else 0.0,

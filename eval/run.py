@@ -19,19 +19,28 @@ import dspy
 import mlflow
 from tqdm import tqdm
 
+from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError
 from eir_dspy.lm import LMSpec, build_lm, supports_grammar
 from eir_dspy.local_models import DEFAULT_MODEL, ModelFetchError
 from eval import tracking
 from eval.data import DATASETS, DataError, load_questions, resolve_data_file
+from eval.corpus import default_index_dir
 from eval.execute import run_question
+from eval.index import build_default_index
 from eval.records import ResultsFile
 from eval.summary import format_table, summarize
-from programs import METHODS
+from programs import CORPUS_METHODS, METHODS
+
+SETTINGS = ("pool", "corpus")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m eval.run", description=__doc__.splitlines()[0])
     p.add_argument("--method", default="eir", choices=sorted(METHODS))
+    p.add_argument("--setting", default="pool", choices=SETTINGS,
+                   help="pool: each question's given paragraphs; corpus: search a BM25 index (HotpotQA only)")
+    p.add_argument("--index", default=None, help="corpus: an index directory from `python -m eval.index build` "
+                   "(else $EIR_INDEX_DIR, else runs/corpus/hotpotqa-abstracts-index, built from --data if missing)")
     p.add_argument("--dataset", default="hotpotqa", choices=DATASETS)
     p.add_argument("--data", default=None, help="a data file or directory (else $EIR_DATA_DIR, else the hub)")
     p.add_argument("--limit", type=_positive, default=5, help="number of questions (default 5)")
@@ -42,7 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-tokens", type=_positive, default=2048)
     p.add_argument("--budget", type=_positive, default=6, help="H: paragraph reads per question")
-    p.add_argument("--verifier-temperature", type=float, default=0.7, help="ssr: temperature of the verifier votes")
+    p.add_argument("--verifier-temperature", type=float, default=None,
+                   help="ssr: temperature of the verifier votes (default 0.7 in the pool, 0.0 in the corpus)")
     p.add_argument("--votes", type=_positive, default=3, help="ssr: verifier judgments per step")
     p.add_argument("--trials", type=_positive, default=5, help="reflexion: most trials per question")
     p.add_argument("--threads", type=_positive, default=1)
@@ -56,11 +66,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def method_options(args: argparse.Namespace) -> dict:
     """The method-specific settings the chosen method's program takes (and only those get logged)."""
     accepted = inspect.signature(METHODS[args.method].__init__).parameters
-    given = {"verifier_temperature": args.verifier_temperature, "votes": args.votes, "trials": args.trials}
+    verifier_temperature = args.verifier_temperature
+    if verifier_temperature is None:
+        verifier_temperature = 0.0 if args.setting == "corpus" else 0.7
+    given = {"verifier_temperature": verifier_temperature, "votes": args.votes, "trials": args.trials}
     return {k: v for k, v in given.items() if k in accepted}
 
 
-def log_variant(config: dict, parent_id: str, name: str, records: list[dict], results_path: Path) -> dict:
+def log_variant(config: dict, parent_id: str, name: str, records: list[dict], results_path: Path, label: str) -> dict:
     """A second result from the same trajectories (Reflexion's first trial) as its own MLflow run."""
     # A question that failed outright has no variant; its failed record scores 0 for both.
     variant = [r.get("variants", {}).get(name, r) for r in records]
@@ -68,8 +81,30 @@ def log_variant(config: dict, parent_id: str, name: str, records: list[dict], re
     metrics["wall_time_s"] = sum(r["seconds"] for r in variant)
     path = results_path.with_name(f"{name}.jsonl")
     path.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in variant))
-    tracking.log_variant(config, parent_id, name, variant, metrics, str(path))
+    tracking.log_variant(config, parent_id, label, variant, metrics, str(path))
     return metrics
+
+
+def open_corpus(config: dict, out_root: str) -> CorpusIndex:
+    """The corpus index of a corpus-setting run; the offline default is built on first use."""
+    if config["dataset"] != "hotpotqa":
+        raise SystemExit(f"error: the corpus setting searches HotpotQA's Wikipedia corpus; got --dataset {config['dataset']}")
+    if config["method"] not in CORPUS_METHODS:
+        raise SystemExit(f"error: --method {config['method']} has no corpus setting; use one of {', '.join(CORPUS_METHODS)}")
+    index_dir = Path(config["index"]) if config.get("index") else default_index_dir(out_root)
+    if not (index_dir / "corpus.json").exists() and not config.get("index"):
+        source = config["data_file"] and Path(config["data_file"]).parent
+        if not source:
+            raise SystemExit(f"error: no corpus index at {index_dir}; build one with `python -m eval.index build` "
+                             "or give --data so the offline HotpotQA corpus can be built")
+        print(f"building the offline HotpotQA corpus index at {index_dir} from {source}", file=sys.stderr)
+        build_default_index(source, index_dir)
+    try:
+        index = CorpusIndex(index_dir)
+    except CorpusIndexError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    config["index"] = str(index_dir)
+    return index
 
 
 def _positive(text: str) -> int:
@@ -92,11 +127,12 @@ def main(argv: list[str] | None = None) -> dict:
                   "seed": args.seed, "lm_model": args.lm,
                   "lm_path": args.lm_path, "api_base": args.api_base, "temperature": args.temperature,
                   "max_tokens": args.max_tokens, "budget": args.budget, "threads": args.threads,
-                  "options": method_options(args)}
+                  "options": method_options(args), "setting": args.setting, "index": args.index}
     try:
         questions = load_questions(config["dataset"], config["data_file"], limit=config["n"], seed=config["seed"])
     except DataError as exc:
         raise SystemExit(f"error: {exc}") from None
+    corpus = open_corpus(config, args.out) if config.get("setting") == "corpus" else None
     spec = LMSpec(config["lm_model"], config["lm_path"], config["api_base"], config["temperature"], config["max_tokens"])
     try:
         lm = build_lm(spec)
@@ -109,7 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.trace:
         mlflow.dspy.autolog()
     program = METHODS[config["method"]](budget=config["budget"], **config.get("options", {}))
-    config["label"] = getattr(program, "label", config["method"])
+    config["label"] = tracking.setting_label(getattr(program, "label", config["method"]), config)
 
     with mlflow.start_run(run_id=args.resume, run_name=None if args.resume else tracking.run_name(config)) as run:
         if not args.resume:
@@ -121,7 +157,7 @@ def main(argv: list[str] | None = None) -> dict:
         t0 = time.perf_counter()
         with ThreadPoolExecutor(max_workers=config["threads"]) as pool, \
                 tqdm(total=len(questions), initial=len(questions) - len(todo), desc=tracking.run_name(config)) as bar:
-            futures = [pool.submit(run_question, program, lm, q) for q in todo]
+            futures = [pool.submit(run_question, program, lm, q, corpus) for q in todo]
             for future in as_completed(futures):
                 record = future.result()
                 results.append(record)  # written now: a killed run resumes from here
@@ -135,7 +171,8 @@ def main(argv: list[str] | None = None) -> dict:
     print()
     print(format_table(metrics, f"{config['label']}/{config['dataset']}"))
     for name in sorted(records[0].get("variants") or {}):
-        print(format_table(log_variant(config, run_id, name, records, results.path), f"{name}/{config['dataset']}"))
+        label = tracking.setting_label(name, config)
+        print(format_table(log_variant(config, run_id, name, records, results.path, label), f"{label}/{config['dataset']}"))
     failed = int(metrics["failed_questions"])
     if failed:
         print(f"{failed} question(s) failed; their errors are in {results.path}", file=sys.stderr)

@@ -26,6 +26,7 @@ def summarize(records: list[dict]) -> dict[str, float]:
         "rejected_action_rate": (sum(r["rejected_actions"] for r in records) / turns) if turns else 0.0,
         "gold_paragraphs_read": 100 * mean(r["gold_read_share"] for r in records),
         "reads_per_question": mean(r["reads"] for r in records),
+        "searches_per_question": mean(r.get("searches", 0) for r in records),  # 0 in the pool setting
         "seconds_per_question": mean(r["seconds"] for r in records),
         "forced_end_rate": mean(1.0 if r["forced_end"] else 0.0 for r in records),
         "failed_questions": float(sum(r["error"] is not None for r in records)),
@@ -41,6 +42,8 @@ TABLE_KEYS = [
     ("calls_per_question", "calls/q", "{:.2f}"),
     ("tokens_per_question", "tokens/q", "{:.0f}"),
     ("seconds_per_question", "s/q", "{:.1f}"),
+    ("reads_per_question", "reads/q", "{:.2f}"),
+    ("searches_per_question", "searches/q", "{:.2f}"),
     ("rejected_action_rate", "rejected", "{:.3f}"),
     ("gold_paragraphs_read", "gold read %", "{:.1f}"),
 ]

@@ -40,6 +40,11 @@ def run_name(config: dict) -> str:
     return f"{method_label(config)} / {config['dataset']} / {config['lm']} / H={config['budget']}"
 
 
+def setting_label(name: str, config: dict) -> str:
+    """Corpus-setting runs carry the setting in their method name, so comparisons never mix the two."""
+    return f"{name}_corpus" if config.get("setting") == "corpus" else name
+
+
 def log_config(config: dict) -> None:
     """Params named the same for every method, so MLflow's compare view lines runs up."""
     mlflow.log_params({
@@ -47,6 +52,7 @@ def log_config(config: dict) -> None:
         "lm": config["lm"], "temperature": config["temperature"], "max_tokens": config["max_tokens"],
         "H": config["budget"], "data_file": config["data_file"], "threads": config["threads"],
         "adapter": "JSONAdapter", "constrained_decoding": config["constrained"], **config.get("options", {}),
+        "setting": config.get("setting", "pool"), "index": config.get("index"),
     })
     mlflow.set_tags({CONFIG_TAG: json.dumps(config), "method": method_label(config), "dataset": config["dataset"],
                      "lm": config["lm"]})

@@ -7,5 +7,6 @@ from programs.reflexion import Reflexion
 from programs.ssr import SSR
 
 METHODS = {"eir": EIR, "direct": Direct, "full_pool": FullPool, "ssr": SSR, "reflexion": Reflexion}
+CORPUS_METHODS = ("eir", "direct", "ssr", "reflexion")  # Full Pool has no pool to give in the corpus setting
 
-__all__ = ["EIR", "METHODS", "Direct", "FullPool", "Reflexion", "SSR"]
+__all__ = ["EIR", "CORPUS_METHODS", "METHODS", "Direct", "FullPool", "Reflexion", "SSR"]

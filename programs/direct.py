@@ -1,7 +1,9 @@
 """Direct (ReAct-style): one LM call per turn writes a thought and an action; no lists, no final call.
 
 Scored on the FIRST valid submit: the shared loop stops there, so a later submit never happens.
-At most H turns in all, reads and the submit included; no valid submit scores 0.
+Pool: at most H turns in all, reads and the submit included. Corpus: 12 turns, at most H reads;
+the prompt shows a compact trajectory plus the two most recently read paragraphs. No valid
+submit scores 0.
 """
 
 from __future__ import annotations
@@ -10,21 +12,27 @@ import dspy
 
 from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal, run_episode
+from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.paragraphs import Paragraph
 from programs.errors import short_error
-from programs.trajectory import can_read, read_paragraphs, render_trajectory
-from signatures import DirectTurn
-from signatures.direct_turn import DirectAction
-from signatures.schemas import direct_turn_schema, grammar_config
+from programs.setting import new_environment, turn_limit
+from programs.trajectory import can_read, last_turn, read_paragraphs, recent_paragraphs, render_trajectory
+from signatures import DirectSearchTurn, DirectTurn
+from signatures.schemas import direct_search_turn_schema, direct_turn_schema, grammar_config
 
 
-def to_action(a: DirectAction) -> Action:
-    return Action(kind=a.kind, title=a.title, answer=a.answer.strip(),
-                  citations=tuple((c.title, c.sentence) for c in a.citations))
+def to_action(a) -> Action:
+    """An Action from any signature's action model (pool or corpus: absent fields stay empty)."""
+    return Action(kind=a.kind, title=getattr(a, "title", ""), answer=a.answer.strip(),
+                  citations=tuple((c.title, c.sentence) for c in getattr(a, "citations", ())),
+                  query=getattr(a, "query", "").strip(), paragraph_id=getattr(a, "paragraph_id", "").strip())
 
 
 def action_config(name: str, episode: Episode) -> dict:
-    """The grammar of a Direct-style action now: unread titles, citable sentences, submit-only at the end."""
+    """The grammar of a Direct-style action now: what can be read, citable sentences, submit-only at the end."""
+    if episode.env.setting == "corpus":
+        return grammar_config(name, lambda: direct_search_turn_schema(
+            episode.env.unread_ids, read_paragraphs(episode), can_read(episode), last_turn(episode)))
     return grammar_config(name, lambda: direct_turn_schema(list(episode.env.unread_titles), read_paragraphs(episode),
                                                            can_read(episode)))
 
@@ -50,6 +58,9 @@ class DirectPolicy:
 
     def inputs(self, episode: Episode) -> dict:
         extra = {} if self.reflections is None else {"reflections": self.reflections}
+        if episode.env.setting == "corpus":
+            return {"question": episode.question, **extra, "trajectory": render_trajectory(episode),
+                    "recent_paragraphs": recent_paragraphs(episode)}
         return {"question": episode.question, "titles": "\n".join(episode.env.titles), **extra,
                 "trajectory": render_trajectory(episode)}
 
@@ -83,9 +94,13 @@ class Direct(dspy.Module):
         super().__init__()
         self.budget = budget
         self.turn = dspy.Predict(DirectTurn)
+        self.search_turn = dspy.Predict(DirectSearchTurn)
 
-    def forward(self, question: str, paragraphs: tuple[Paragraph, ...]) -> dspy.Prediction:
-        episode = run_episode(question, paragraphs, DirectPolicy(self.turn), self.budget, max_turns=self.budget)
+    def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
+                corpus: CorpusIndex | None = None) -> dspy.Prediction:
+        predict = self.turn if corpus is None else self.search_turn
+        episode = run_episode(question, new_environment(paragraphs, corpus), DirectPolicy(predict), self.budget,
+                              max_turns=turn_limit(corpus, self.budget))
         answer, citations = episode_answer(episode)
         return dspy.Prediction(answer=answer, citations=citations, episode=episode,
                                trajectory=episode_trajectory(episode))

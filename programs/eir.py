@@ -6,13 +6,17 @@ from __future__ import annotations
 import dspy
 
 from eir_dspy.accounting import lm_call
+from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Action, Episode, Proposal, run_episode
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import AgentLists
 from programs.answer import AnswerFromEvidence
+from programs.direct import to_action
 from programs.errors import short_error
-from signatures import EIRTurn
-from signatures.schemas import eir_turn_schema, grammar_config
+from programs.setting import new_environment, turn_limit
+from programs.trajectory import last_turn
+from signatures import EIRSearchTurn, EIRTurn
+from signatures.schemas import eir_search_turn_schema, eir_turn_schema, grammar_config
 
 
 class EIRPolicy:
@@ -20,15 +24,24 @@ class EIRPolicy:
         self.predict = predict
         self.lists = AgentLists()
 
+    def view(self, episode: Episode) -> tuple[dict, dict]:
+        """What the agent sees of its environment, and the grammar of its turn output."""
+        env, read = episode.env, list(episode.evidence.titles)
+        if env.setting == "corpus":
+            return ({"search_results": env.render_found()},
+                    grammar_config("eir_turn", lambda: eir_search_turn_schema(env.unread_ids, read, episode.reads_left,
+                                                                              last_turn(episode))))
+        unread = list(env.unread_titles)
+        return ({"unread_titles": "\n".join(unread) or "(all paragraphs have been read)"},
+                grammar_config("eir_turn", lambda: eir_turn_schema(unread, read, episode.reads_left)))
+
     def propose(self, episode: Episode) -> Proposal:
-        unread = list(episode.env.unread_titles)
-        config = grammar_config("eir_turn", lambda: eir_turn_schema(unread, list(episode.evidence.titles),
-                                                                    episode.reads_left))
+        seen, config = self.view(episode)
         try:
             out = lm_call(
                 "action", self.predict,  # the same role name as every method's per-turn call
                 question=episode.question,
-                unread_titles="\n".join(unread) or "(all paragraphs have been read)",
+                **seen,
                 requirements=self.lists.render_requirements(),
                 conclusions=self.lists.render_conclusions(),
                 last_result=episode.last_feedback,
@@ -36,9 +49,7 @@ class EIRPolicy:
             )
         except dspy.utils.exceptions.AdapterParseError as exc:
             return Proposal(None, error=f"the output was not valid JSON for the required fields ({short_error(exc)})")
-        a = out.action
-        return Proposal(Action(kind=a.kind, title=a.title, answer=a.answer),
-                        payload=(out.requirement_updates, out.conclusion_updates))
+        return Proposal(to_action(out.action), payload=(out.requirement_updates, out.conclusion_updates))
 
     def check(self, action: Action, episode: Episode) -> str | None:
         return None  # EIR's answer comes from the final call, so any submit is acceptable
@@ -57,11 +68,15 @@ class EIR(dspy.Module):
         super().__init__()
         self.budget = budget
         self.turn = dspy.Predict(EIRTurn)
+        self.search_turn = dspy.Predict(EIRSearchTurn)
         self.answer = AnswerFromEvidence()
 
-    def forward(self, question: str, paragraphs: tuple[Paragraph, ...]) -> dspy.Prediction:
-        policy = EIRPolicy(self.turn)
-        episode = run_episode(question, paragraphs, policy, self.budget)
+    def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
+                corpus: CorpusIndex | None = None) -> dspy.Prediction:
+        policy = EIRPolicy(self.turn if corpus is None else self.search_turn)
+        # Pool: H reads plus one more decision. Corpus: 12 turns; if none submits, EIR still answers.
+        episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
+                              max_turns=turn_limit(corpus, None))
         # The boundary: only the question and the evidence sentences cross into the final call.
         final = self.answer(question=question, evidence=episode.evidence.render(), titles=list(episode.evidence.titles))
         return dspy.Prediction(

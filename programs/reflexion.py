@@ -15,11 +15,13 @@ from typing import Callable
 import dspy
 
 from eir_dspy.accounting import calls_so_far, lm_call
+from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Episode, run_episode
 from eir_dspy.paragraphs import Paragraph
 from programs.direct import DirectPolicy, episode_answer, episode_trajectory
 from programs.trajectory import render_trajectory
-from signatures import Reflect, ReflexionTurn
+from programs.setting import new_environment, turn_limit
+from signatures import Reflect, ReflexionSearchTurn, ReflexionTurn
 from signatures.schemas import grammar_config, reflect_schema
 
 
@@ -38,9 +40,10 @@ class Reflexion(dspy.Module):
         self.budget = budget
         self.trials = trials
         self.turn = dspy.Predict(ReflexionTurn)
+        self.search_turn = dspy.Predict(ReflexionSearchTurn)
         self.reflect = dspy.Predict(Reflect)
 
-    def forward(self, question: str, paragraphs: tuple[Paragraph, ...],
+    def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (), corpus: CorpusIndex | None = None,
                 oracle: Callable[[str], bool] | None = None) -> dspy.Prediction:
         if oracle is None:
             raise TypeError("Reflexion needs oracle=<callable(answer) -> bool> to decide when a trial succeeded")
@@ -50,8 +53,11 @@ class Reflexion(dspy.Module):
         first = None
         t0 = time.perf_counter()
         for trial in range(1, self.trials + 1):
-            policy = DirectPolicy(self.turn, reflections=render_reflections(reflections))
-            episode = run_episode(question, paragraphs, policy, self.budget, max_turns=self.budget)
+            policy = DirectPolicy(self.turn if corpus is None else self.search_turn,
+                                  reflections=render_reflections(reflections))
+            # A fresh environment per trial: no earlier text, and in the corpus no earlier search results.
+            episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
+                                  max_turns=turn_limit(corpus, self.budget))
             episodes.append(episode)
             answer, citations = episode_answer(episode)
             matched = oracle(answer)
@@ -62,16 +68,18 @@ class Reflexion(dspy.Module):
                                         trajectory={"see": "trial 1 of the reflexion_oracle run"})
             if matched or trial == self.trials:
                 break
-            reflections.append(self._reflect(question, paragraphs, episode))
+            reflections.append(self._reflect(question, episode))
             log[-1]["reflection"] = reflections[-1]
         return dspy.Prediction(answer=answer, citations=citations, episode=episode, episodes=episodes,
                                trajectory={"trials": log, "stopped_at": len(episodes)},
                                variants={"reflexion_first": first})
 
-    def _reflect(self, question: str, paragraphs: tuple[Paragraph, ...], episode: Episode) -> str:
+    def _reflect(self, question: str, episode: Episode) -> str:
         config = grammar_config("reflect", reflect_schema)
+        env = episode.env  # the failed trial's: its pool titles, or what its searches found
+        titles = env.render_found() if env.setting == "corpus" else "\n".join(env.titles)
         try:
-            out = lm_call("reflect", self.reflect, question=question, titles="\n".join(p.title for p in paragraphs),
+            out = lm_call("reflect", self.reflect, question=question, titles=titles,
                           trajectory=render_trajectory(episode, with_status=False), config=config)
         except dspy.utils.exceptions.AdapterParseError:
             return "(the reflection could not be parsed)"

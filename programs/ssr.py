@@ -13,30 +13,45 @@ import re
 import dspy
 
 from eir_dspy.accounting import lm_call
+from eir_dspy.corpus_environment import normalize_id
+from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
 from eir_dspy.paragraphs import Paragraph
+from eir_dspy.text_analysis import Analyzer
 from eval.metrics import normalize_answer
 from programs.direct import (DirectPolicy, action_config, episode_answer, episode_trajectory, submit_problem,
                              to_action)
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
-from programs.trajectory import render_action, render_trajectory
-from signatures import DecomposeProposal, DirectTurn, RefineStep, VerifyStep
+from programs.setting import new_environment, turn_limit
+from programs.trajectory import recent_paragraphs, render_action, render_trajectory
+from signatures import (DecomposeProposal, DecomposeSearchProposal, DirectSearchTurn, DirectTurn, RefineSearchStep,
+                        RefineStep, VerifySearchStep, VerifyStep)
 from signatures.schemas import decompose_schema, grammar_config, verify_schema
 from signatures.ssr import STEPS
 
-_ACTION = re.compile(r"^\s*(read|submit)\b\s*:?\s*(.*?)\s*$", re.IGNORECASE | re.DOTALL)
+_ANALYZER = Analyzer()  # two searches with the same terms are the same correction
+_ACTION = re.compile(r"^\s*(search|read|submit)\b\s*:?\s*(.*?)\s*$", re.IGNORECASE | re.DOTALL)
 
 
 def parse_action_correction(text: str, episode: Episode) -> Action | None:
-    """`read: <title>` (an unread title) or `submit: <answer>`; anything else is unusable."""
+    """Pool: `read: <title>` (an unread title) or `submit: <answer>`. Corpus: also `search: <keywords>`,
+    and `read: <paragraph id>` (an id found this trial). Anything else is unusable."""
     m = _ACTION.match(text or "")
     if not m:
         return None
     kind, rest = m.group(1).lower(), m.group(2).strip().strip("\"'")
+    corpus = episode.env.setting == "corpus"
+    if not rest or (kind == "search" and not corpus):
+        return None
+    if kind == "search":
+        return Action("search", query=rest)
+    if kind == "read" and corpus:
+        found = normalize_id(rest)
+        return Action("read", paragraph_id=found) if found in episode.env.found else None
     if kind == "read":
         title = episode.env.find_unread(rest)
         return Action("read", title=title) if title else None
-    return Action("submit", answer=rest) if rest else None
+    return Action("submit", answer=rest)
 
 
 def correction_key(step: str, correction: str, episode: Episode):
@@ -44,13 +59,17 @@ def correction_key(step: str, correction: str, episode: Episode):
         action = parse_action_correction(correction, episode)
         if action is None:
             return None
-        return (action.kind, action.title) if action.kind == "read" else ("submit", normalize_answer(action.answer))
+        if action.kind == "search":
+            return ("search", tuple(sorted(set(_ANALYZER.query_terms(action.query)))))
+        if action.kind == "read":
+            return ("read", action.paragraph_id or action.title)
+        return ("submit", normalize_answer(action.answer))
     return normalize_answer(correction) or None
 
 
 class SSRPolicy(DirectPolicy):
-    def __init__(self, program: "SSR") -> None:
-        super().__init__(program.turn)
+    def __init__(self, program: "SSR", turn: dspy.Predict) -> None:
+        super().__init__(turn)
         self.program = program
         self.log: list[dict] = []
 
@@ -61,22 +80,22 @@ class SSRPolicy(DirectPolicy):
         if proposal.action is None:
             entry["executed"] = "rejected: the proposal could not be parsed"
             return proposal
-        trajectory = render_trajectory(episode)
+        seen = self.program.seen(episode)
         try:
-            steps = self._decompose(episode, trajectory, proposal)
+            steps = self._decompose(episode, seen, proposal)
         except dspy.utils.exceptions.AdapterParseError:
             entry["executed"] = "proposal (the decomposition could not be parsed, nothing to verify)"
             return proposal
         steps_text = "\n".join(f"{name}: {getattr(steps, name).strip()}" for name in STEPS)
         entry["steps"] = steps_text
-        votes = [StepVote(name, tuple(self._judge(episode, trajectory, steps_text, name, i)
+        votes = [StepVote(name, tuple(self._judge(episode, seen, steps_text, name, i)
                                       for i in range(self.program.votes))) for name in STEPS]
         entry["votes"] = [v.summary() for v in votes]
         chosen = step_to_refine(votes)
         if chosen is None:
             return proposal
         entry["refined_step"] = chosen.step
-        refined = self._refine(episode, trajectory, steps_text, chosen)
+        refined = self._refine(episode, seen, steps_text, chosen)
         if refined is not None and self._usable(refined.action, episode):
             entry["executed"] = "refined"
             return refined
@@ -89,22 +108,25 @@ class SSRPolicy(DirectPolicy):
         return proposal
 
     def _usable(self, action: Action, episode: Episode) -> bool:
-        if action.kind == "read" and episode.env.find_unread(action.title) is None:
+        env = episode.env
+        if env.setting == "pool" and action.kind == "read" and env.find_unread(action.title) is None:
+            return False
+        if env.setting == "corpus" and env.problem(action, episode) is not None:
             return False
         return action_problem(action, episode) is None and submit_problem(action, episode) is None
 
-    def _decompose(self, episode: Episode, trajectory: str, proposal: Proposal):
+    def _decompose(self, episode: Episode, seen: dict, proposal: Proposal):
         text = f"Thought: {proposal.reasoning or '-'}\nAction: {render_action(proposal.action)}"
-        return lm_call("decompose", self.program.decompose, question=episode.question, trajectory=trajectory,
+        return lm_call("decompose", self.program.predictor("decompose", episode), question=episode.question, **seen,
                        proposal=text, config=grammar_config("decompose", decompose_schema))
 
-    def _judge(self, episode: Episode, trajectory: str, steps_text: str, step: str, vote: int) -> Judgment:
+    def _judge(self, episode: Episode, seen: dict, steps_text: str, step: str, vote: int) -> Judgment:
         config = {"temperature": self.program.verifier_temperature, **grammar_config("verify", verify_schema)}
         if self.program.verifier_temperature > 0:
             # Distinct rollout ids (and seeds) make the votes independent samples, not one cached answer.
             config.update(rollout_id=vote, seed=vote)
         try:
-            out = lm_call("verify", self.program.verify, question=episode.question, trajectory=trajectory,
+            out = lm_call("verify", self.program.predictor("verify", episode), question=episode.question, **seen,
                           steps=steps_text, step=step, config=config)
         except dspy.utils.exceptions.AdapterParseError:
             return Judgment(None)
@@ -112,10 +134,12 @@ class SSRPolicy(DirectPolicy):
         key = correction_key(step, correction, episode) if out.verdict == "reject" else None
         return Judgment(out.verdict, float(out.confidence), correction, key)
 
-    def _refine(self, episode: Episode, trajectory: str, steps_text: str, chosen: StepVote) -> Proposal | None:
+    def _refine(self, episode: Episode, seen: dict, steps_text: str, chosen: StepVote) -> Proposal | None:
+        env = episode.env
+        pool = {"search_results": env.render_found()} if env.setting == "corpus" else {"titles": "\n".join(env.titles)}
         try:
-            out = lm_call("refine", self.program.refine, question=episode.question, titles="\n".join(episode.env.titles),
-                          trajectory=trajectory, steps=steps_text, step=chosen.step, correction=chosen.agreed.correction,
+            out = lm_call("refine", self.program.predictor("refine", episode), question=episode.question, **pool,
+                          **seen, steps=steps_text, step=chosen.step, correction=chosen.agreed.correction,
                           config=action_config("refine", episode))
         except dspy.utils.exceptions.AdapterParseError:
             return None
@@ -132,10 +156,27 @@ class SSR(dspy.Module):
         self.decompose = dspy.Predict(DecomposeProposal)
         self.verify = dspy.Predict(VerifyStep)
         self.refine = dspy.Predict(RefineStep)
+        # The corpus setting's variants (search actions; the latest paragraphs shown).
+        self.search_turn = dspy.Predict(DirectSearchTurn)
+        self.search_decompose = dspy.Predict(DecomposeSearchProposal)
+        self.search_verify = dspy.Predict(VerifySearchStep)
+        self.search_refine = dspy.Predict(RefineSearchStep)
 
-    def forward(self, question: str, paragraphs: tuple[Paragraph, ...]) -> dspy.Prediction:
-        policy = SSRPolicy(self)
-        episode = run_episode(question, paragraphs, policy, self.budget, max_turns=self.budget)
+    def predictor(self, role: str, episode: Episode) -> dspy.Predict:
+        return getattr(self, f"search_{role}" if episode.env.setting == "corpus" else role)
+
+    @staticmethod
+    def seen(episode: Episode) -> dict:
+        """What decompose, verify and refine see of the episode besides the steps."""
+        if episode.env.setting == "corpus":
+            return {"trajectory": render_trajectory(episode), "recent_paragraphs": recent_paragraphs(episode)}
+        return {"trajectory": render_trajectory(episode)}
+
+    def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
+                corpus: CorpusIndex | None = None) -> dspy.Prediction:
+        policy = SSRPolicy(self, self.turn if corpus is None else self.search_turn)
+        episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
+                              max_turns=turn_limit(corpus, self.budget))
         answer, citations = episode_answer(episode)
         return dspy.Prediction(answer=answer, citations=citations, episode=episode,
                                trajectory={**episode_trajectory(episode), "ssr": policy.log})

@@ -9,7 +9,12 @@ def render_action(action: dict | Action | None) -> str:
     if action is None:
         return "(no valid action could be read from the output)"
     if isinstance(action, Action):
-        action = {"kind": action.kind, "title": action.title, "answer": action.answer, "citations": action.citations}
+        action = {"kind": action.kind, "title": action.title, "answer": action.answer, "citations": action.citations,
+                  "query": action.query, "paragraph_id": action.paragraph_id}
+    if action["kind"] == "search":
+        return f"search {action['query']!r}"
+    if action["kind"] == "read" and action.get("paragraph_id"):
+        return f"read {action['paragraph_id']}"
     if action["kind"] == "read":
         return f"read {action['title']!r}"
     cites = ", ".join(f"({t!r}, {i})" for t, i in action.get("citations") or ())
@@ -20,10 +25,13 @@ def render_trajectory(episode: Episode, with_status: bool = True) -> str:
     """Every earlier turn in order, then (optionally) where the agent stands now.
 
     The turns only ever grow at the end, so consecutive prompts share their prefix and the
-    local engine's state cache evaluates only the new turn.
+    local engine's state cache evaluates only the new turn. In the corpus setting a read shows
+    only its one-line brief: the prompt carries the two latest paragraphs separately.
     """
+    compact = episode.env.setting == "corpus"
     blocks = [
-        f"Turn {t.turn}\nThought: {t.reasoning or '-'}\nAction: {render_action(t.action)}\nResult: {t.feedback}"
+        f"Turn {t.turn}\nThought: {t.reasoning or '-'}\nAction: {render_action(t.action)}\n"
+        f"Result: {t.brief if compact and t.brief else t.feedback}"
         for t in episode.turns
     ]
     if with_status:
@@ -34,9 +42,23 @@ def render_trajectory(episode: Episode, with_status: bool = True) -> str:
 def status_line(episode: Episode) -> str:
     turn = episode.turn
     line = f"Now turn {turn} of {episode.max_turns}; {episode.reads_left} reads left."
-    if turn >= episode.max_turns or episode.reads_left <= 0 or not episode.env.unread_titles:
+    if episode.env.setting == "corpus":
+        # Searching stays possible without reads left; only the last turn forces a submission.
+        if turn >= episode.max_turns:
+            line += " This is the last turn: you must submit your answer now."
+        return line
+    if turn >= episode.max_turns or episode.reads_left <= 0 or not episode.env.has_unread:
         line += " You must submit your answer now."
     return line
+
+
+def recent_paragraphs(episode: Episode, n: int = 2) -> str:
+    """The `n` paragraphs read most recently, sentence by sentence."""
+    return episode.evidence.render(last=n) if len(episode.evidence) else "(none read yet)"
+
+
+def last_turn(episode: Episode) -> bool:
+    return episode.turn >= episode.max_turns
 
 
 def read_paragraphs(episode: Episode) -> list[tuple[str, int]]:
@@ -48,4 +70,4 @@ def read_paragraphs(episode: Episode) -> list[tuple[str, int]]:
 
 
 def can_read(episode: Episode) -> bool:
-    return episode.turn < episode.max_turns and episode.reads_left > 0 and bool(episode.env.unread_titles)
+    return episode.turn < episode.max_turns and episode.reads_left > 0 and episode.env.has_unread

@@ -4,7 +4,10 @@ from signatures.direct_turn import DirectAction, DirectTurn, ReflexionTurn
 from signatures.eir_turn import EIRAction, EIRTurn
 from signatures.final_answer import FinalAnswer
 from signatures.reflect import Reflect
-from signatures.ssr import DecomposeProposal, RefineStep, VerifyStep
+from signatures.search_turns import DirectSearchTurn, EIRSearchTurn, ReflexionSearchTurn
+from signatures.ssr import (DecomposeProposal, DecomposeSearchProposal, RefineSearchStep, RefineStep, VerifySearchStep,
+                            VerifyStep)
 
-__all__ = ["DecomposeProposal", "DirectAction", "DirectTurn", "EIRAction", "EIRTurn", "FinalAnswer", "Reflect",
-           "ReflexionTurn", "RefineStep", "VerifyStep"]
+__all__ = ["DecomposeProposal", "DecomposeSearchProposal", "DirectAction", "DirectSearchTurn", "DirectTurn", "EIRAction", "EIRSearchTurn",
+           "EIRTurn", "FinalAnswer", "Reflect", "ReflexionSearchTurn", "ReflexionTurn", "RefineSearchStep", "RefineStep",
+           "VerifySearchStep", "VerifyStep"]

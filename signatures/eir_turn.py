@@ -16,6 +16,14 @@ class EIRAction(BaseModel):
     answer: str = Field(default="", description="for submit: a short answer")
 
 
+# The list rules every EIR turn prompt states (the corpus setting's signature reuses them).
+LIST_RULES = (
+    "Requirements: facts still missing. On the first turn add one per fact the question needs; mark one satisfied once found.\n"
+    "Conclusions: facts you found, each citing the sentences you read (paragraph title and sentence index).\n"
+    "Add an entry with id null; revise one by its existing id."
+)
+
+
 class EIRTurn(dspy.Signature):
     """Gather evidence for a multi-hop question, reading one paragraph per turn.
     Requirements: facts still missing. On the first turn add one per fact the question needs; mark one satisfied once found.
@@ -31,3 +39,6 @@ class EIRTurn(dspy.Signature):
     requirement_updates: list[RequirementUpdate] = dspy.OutputField()
     conclusion_updates: list[ConclusionUpdate] = dspy.OutputField()
     action: EIRAction = dspy.OutputField()
+
+
+assert LIST_RULES in EIRTurn.instructions  # one wording of the list rules in both settings

@@ -30,7 +30,8 @@ def _citations(read_titles: list[str], max_items: int) -> dict:
     return {"type": "array", "items": item, "maxItems": max_items}
 
 
-def eir_turn_schema(unread_titles: list[str], read_titles: list[str], reads_left: int) -> dict:
+def _list_updates(read_titles: list[str]) -> dict:
+    """EIR's two list-update fields, the same in both settings."""
     requirement = {
         "type": "object",
         "properties": {"id": _ID, "text": _TEXT, "status": {"enum": ["open", "satisfied"]}},
@@ -42,22 +43,44 @@ def eir_turn_schema(unread_titles: list[str], read_titles: list[str], reads_left
                        "citations": _citations(read_titles, 3)},
         "required": ["id", "claim", "status", "citations"],
     }
-    # A read names only a title and a submit only an answer: no tokens spent on the other field.
-    submit = {"type": "object", "properties": {"kind": {"const": "submit"}, "answer": {"type": "string", "maxLength": 100}},
-              "required": ["kind", "answer"]}
+    return {"requirement_updates": {"type": "array", "items": requirement, "maxItems": 3},
+            "conclusion_updates": {"type": "array", "items": conclusion, "maxItems": 3}}
+
+
+def _eir_schema(read_titles: list[str], action: dict) -> dict:
+    return {"type": "object", "properties": {**_list_updates(read_titles), "action": action},
+            "required": ["requirement_updates", "conclusion_updates", "action"]}
+
+
+# A read names only a title (or id) and a submit only an answer: no tokens spent on other fields.
+_SUBMIT = {"type": "object", "properties": {"kind": {"const": "submit"}, "answer": {"type": "string", "maxLength": 100}},
+           "required": ["kind", "answer"]}
+_SEARCH = {"type": "object", "properties": {"kind": {"const": "search"}, "query": {"type": "string", "maxLength": 80}},
+           "required": ["kind", "query"]}
+
+
+def eir_turn_schema(unread_titles: list[str], read_titles: list[str], reads_left: int) -> dict:
     read = {"type": "object", "properties": {"kind": {"const": "read"}, "title": _title_enum(unread_titles)},
             "required": ["kind", "title"]}
     # Once no read is allowed, submit is the only valid action: decode nothing else.
-    action = {"anyOf": [read, submit]} if unread_titles and reads_left > 0 else submit
-    return {
-        "type": "object",
-        "properties": {
-            "requirement_updates": {"type": "array", "items": requirement, "maxItems": 3},
-            "conclusion_updates": {"type": "array", "items": conclusion, "maxItems": 3},
-            "action": action,
-        },
-        "required": ["requirement_updates", "conclusion_updates", "action"],
-    }
+    return _eir_schema(read_titles, {"anyOf": [read, _SUBMIT]} if unread_titles and reads_left > 0 else _SUBMIT)
+
+
+def _read_id(unread_ids: list[str]) -> dict:
+    return {"type": "object", "properties": {"kind": {"const": "read"}, "paragraph_id": {"enum": list(unread_ids)}},
+            "required": ["kind", "paragraph_id"]}
+
+
+def search_choices(unread_ids: list[str], can_read: bool, last_turn: bool, submit: dict) -> dict:
+    """The corpus setting's valid actions now: search, read a found unread id, submit (only submit on the last turn)."""
+    if last_turn:
+        return submit
+    options = [_SEARCH] + ([_read_id(unread_ids)] if unread_ids and can_read else []) + [submit]
+    return {"anyOf": options}
+
+
+def eir_search_turn_schema(unread_ids: list[str], read_titles: list[str], reads_left: int, last_turn: bool) -> dict:
+    return _eir_schema(read_titles, search_choices(unread_ids, reads_left > 0, last_turn, _SUBMIT))
 
 
 def final_answer_schema(read_titles: list[str]) -> dict:
@@ -99,23 +122,32 @@ def _read_citations(read: list[tuple[str, int]], max_items: int) -> dict:
 
 def direct_action_schema(unread_titles: list[str], read: list[tuple[str, int]], can_read: bool) -> dict:
     """Direct's action: read an unread title, or submit an answer citing sentences that were read."""
-    submit = {"type": "object",
-              "properties": {"kind": {"const": "submit"}, "answer": {"type": "string", "maxLength": 100},
-                             "citations": _read_citations(read, 4)},
-              "required": ["kind", "answer", "citations"]}
+    submit = _citing_submit(read)
     read_action = {"type": "object", "properties": {"kind": {"const": "read"}, "title": _title_enum(unread_titles)},
                    "required": ["kind", "title"]}
     return {"anyOf": [read_action, submit]} if unread_titles and can_read else submit
 
 
+def _citing_submit(read: list[tuple[str, int]]) -> dict:
+    return {"type": "object",
+            "properties": {"kind": {"const": "submit"}, "answer": {"type": "string", "maxLength": 100},
+                           "citations": _read_citations(read, 4)},
+            "required": ["kind", "answer", "citations"]}
+
+
+def _with_thought(action: dict) -> dict:
+    # The thought is generated every turn; at ~11 tok/s locally, 150 characters keep it to a few seconds.
+    return {"type": "object", "properties": {"thought": {"type": "string", "maxLength": 150}, "action": action},
+            "required": ["thought", "action"]}
+
+
 def direct_turn_schema(unread_titles: list[str], read: list[tuple[str, int]], can_read: bool) -> dict:
-    return {
-        "type": "object",
-        # The thought is generated every turn; at ~11 tok/s locally, 150 characters keep it to a few seconds.
-        "properties": {"thought": {"type": "string", "maxLength": 150},
-                       "action": direct_action_schema(unread_titles, read, can_read)},
-        "required": ["thought", "action"],
-    }
+    return _with_thought(direct_action_schema(unread_titles, read, can_read))
+
+
+def direct_search_turn_schema(unread_ids: list[str], read: list[tuple[str, int]], can_read: bool,
+                              last_turn: bool) -> dict:
+    return _with_thought(search_choices(unread_ids, can_read, last_turn, _citing_submit(read)))
 
 
 def decompose_schema() -> dict:

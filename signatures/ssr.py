@@ -7,6 +7,7 @@ from typing import Literal
 import dspy
 
 from signatures.direct_turn import DirectAction
+from signatures.search_turns import CitingSearchAction
 
 STEPS = ("facts", "justification", "action")
 
@@ -52,3 +53,27 @@ class RefineStep(dspy.Signature):
     correction: str = dspy.InputField(desc="the verifiers' agreed correction")
     thought: str = dspy.OutputField(desc="the rewritten step")
     action: DirectAction = dspy.OutputField()
+
+
+# The corpus setting: the same three decisions, with search among the actions and the two most
+# recently read paragraphs shown (the trajectory there carries only one-line read results).
+_RECENT = dspy.InputField(desc="the two paragraphs the agent read most recently")
+
+DecomposeSearchProposal = DecomposeProposal.insert(2, "recent_paragraphs", _RECENT, type_=str)
+
+VerifySearchStep = VerifyStep.insert(2, "recent_paragraphs", _RECENT, type_=str).with_instructions(
+    "Check one step of a question-answering agent's reasoning against the paragraphs it has read.\n"
+    "Accept a correct step. Reject a wrong one and write the corrected step: for the action step,\n"
+    "`search: <keywords>`, `read: <paragraph id>` or `submit: <answer>`. Give your confidence in your verdict, from 0 to 1."
+)
+
+RefineSearchStep = (
+    RefineStep.delete("titles")
+    .insert(1, "search_results", dspy.InputField(desc="paragraphs the agent's searches found, as id | title"), type_=str)
+    .insert(3, "recent_paragraphs", _RECENT, type_=str)
+    .with_updated_fields("action", type_=CitingSearchAction)
+    .with_instructions(
+        "A verifier found a wrong step in a question-answering agent's reasoning. Rewrite it using the\n"
+        "verifier's correction, then give the action to execute: search with a few keywords, read a found\n"
+        "paragraph id, or submit the shortest correct answer citing the sentences it rests on.")
+)

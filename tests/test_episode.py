@@ -1,5 +1,6 @@
 """The shared loop with a hand-written policy (no LM): budget, fallback, rejection, forced end."""
 
+from eir_dspy.environment import PoolEnvironment
 from eir_dspy.episode import Action, Proposal, run_episode
 from eir_dspy.paragraphs import Paragraph
 
@@ -28,20 +29,20 @@ def read(title):
 
 def test_unknown_title_reads_first_unread_in_pool_order():
     policy = Scripted([read("B"), read("No Such Page"), Proposal(Action("submit", answer="x"))])
-    ep = run_episode("q", POOL, policy, budget=6)
+    ep = run_episode("q", PoolEnvironment(POOL), policy, budget=6)
     assert [t.read_title for t in ep.turns] == ["B", "A", None]
     assert "No unread title matches 'No Such Page'; read 'A' instead" in policy.seen_feedback[2]
 
 
 def test_budget_allows_h_reads_then_one_submit():
     policy = Scripted([read(t) for t in "ABC"] + [Proposal(Action("submit", answer="x"))])
-    ep = run_episode("q", POOL, policy, budget=3)
+    ep = run_episode("q", PoolEnvironment(POOL), policy, budget=3)
     assert ep.reads == 3 and ep.submitted.answer == "x" and ep.max_turns == 4 and len(ep.turns) == 4
 
 
 def test_read_after_budget_is_rejected_and_episode_is_forced_to_end():
     policy = Scripted([read(t) for t in "ABCD"])
-    ep = run_episode("q", POOL, policy, budget=3)
+    ep = run_episode("q", PoolEnvironment(POOL), policy, budget=3)
     assert ep.reads == 3 and ep.forced_end
     assert ep.turns[-1].accepted is False and "read budget of 3 is used up" in ep.turns[-1].feedback
     assert len(ep.turns) == 4
@@ -49,6 +50,6 @@ def test_read_after_budget_is_rejected_and_episode_is_forced_to_end():
 
 def test_unparseable_output_is_rejected_and_consumes_the_turn():
     policy = Scripted([Proposal(None, error="not JSON")] * 3 + [read("A")])
-    ep = run_episode("q", POOL, policy, budget=2)
+    ep = run_episode("q", PoolEnvironment(POOL), policy, budget=2)
     assert len(ep.turns) == 3 and ep.rejected_turns == 3 and ep.reads == 0 and ep.forced_end
     assert policy.seen_feedback[1] == "Turn 1 was rejected: not JSON"

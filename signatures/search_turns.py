@@ -1,0 +1,67 @@
+"""The per-turn decisions of the corpus setting: search a Wikipedia corpus, read by id, or submit.
+
+Same outputs as the pool signatures, but the action can also be a search and a read names a
+paragraph id from the search results (there are no titles to pick from).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import dspy
+from pydantic import BaseModel, Field
+
+from eir_dspy.state import Citation, ConclusionUpdate, RequirementUpdate
+from signatures.eir_turn import LIST_RULES
+
+
+class SearchAction(BaseModel):
+    kind: Literal["search", "read", "submit"]
+    query: str = Field(default="", description="for search: a few keywords")
+    paragraph_id: str = Field(default="", description="for read: an id from your search results")
+    answer: str = Field(default="", description="for submit: a short answer")
+
+
+class CitingSearchAction(SearchAction):
+    answer: str = Field(default="", description="for submit: the shortest correct answer")
+    citations: list[Citation] = Field(default_factory=list, description="for submit: the sentences the answer rests on")
+
+
+class EIRSearchTurn(dspy.Signature):
+    question: str = dspy.InputField()
+    search_results: str = dspy.InputField(desc="paragraphs your searches found, as id | title")
+    requirements: str = dspy.InputField()
+    conclusions: str = dspy.InputField()
+    last_result: str = dspy.InputField(desc="what your last action returned, or why it was rejected")
+    requirement_updates: list[RequirementUpdate] = dspy.OutputField()
+    conclusion_updates: list[ConclusionUpdate] = dspy.OutputField()
+    action: SearchAction = dspy.OutputField()
+
+
+EIRSearchTurn = EIRSearchTurn.with_instructions(
+    "Gather evidence for a multi-hop question by searching a Wikipedia corpus and reading paragraphs.\n"
+    + LIST_RULES
+    + "\nAction: search with a few keywords for an open requirement (the names, titles or dates a paragraph about it"
+    " would contain), read the found paragraph most likely to hold it, or submit once the conclusions answer the question."
+)
+
+
+class DirectSearchTurn(dspy.Signature):
+    """Answer a multi-hop question by searching a Wikipedia corpus and reading paragraphs, one action per turn.
+    Think briefly: what do you know, what is missing? Then act. Each action should establish one missing fact:
+    search with a few keywords (expected result: up to ten titles with paragraph ids), read one found id
+    (expected result: that paragraph's sentences), or submit the shortest correct answer (an entity, date,
+    number, or yes/no) citing the sentences it rests on by paragraph title and sentence index.
+    Progress is judged by whether the facts the question needs are in paragraphs you have read; submit once they are."""
+
+    question: str = dspy.InputField()
+    trajectory: str = dspy.InputField(desc="your earlier turns: thought, action, result")
+    recent_paragraphs: str = dspy.InputField(desc="the two paragraphs you read most recently")
+    thought: str = dspy.OutputField()
+    action: CitingSearchAction = dspy.OutputField()
+
+
+# Reflexion in the corpus setting: reflections go before the trajectory (stable prompt prefix).
+ReflexionSearchTurn = DirectSearchTurn.insert(
+    1, "reflections", dspy.InputField(desc="lessons from your earlier failed attempts at this question"), type_=str,
+).append_instructions("Use the reflections on your earlier attempts to avoid repeating their mistakes.")
