@@ -25,7 +25,8 @@ class LlamaEngine:
         self.model_path = str(model_path)
         self.n_ctx = n_ctx
         # llama-cpp-python defaults to half the cores; on a 2-core machine that halves speed.
-        threads = n_threads or os.cpu_count() or 1
+        # $EIR_LLAMA_THREADS splits the cores when two runs share a machine.
+        threads = n_threads or int(os.environ.get("EIR_LLAMA_THREADS") or 0) or os.cpu_count() or 1
         self._llama = Llama(
             model_path=self.model_path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, seed=seed,
             verbose=False,

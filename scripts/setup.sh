@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # on two cores. Set CMAKE_ARGS yourself to override.
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON}"
 CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-  python -m pip install --quiet -e ".[local,test]"
+  python -m pip install --quiet -e ".[local,test,bench]"
 if ! command -v chromium >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
