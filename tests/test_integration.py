@@ -66,3 +66,22 @@ def test_each_baseline_runs_on_a_real_question(method, tmp_path, monkeypatch, da
     assert record["error"] is None, record["error"]
     assert record["prompt_tokens"] > 100 and within_bounds(record["calls_by_role"], 1), record["calls_by_role"]
     assert mlflow.get_run(out["run_id"]).info.status == "FINISHED"
+
+
+@pytest.mark.parametrize("method", ["eir", "direct"])
+def test_corpus_setting_on_a_real_question(method, tmp_path, monkeypatch, data_dir):
+    """The offline corpus is built from the real HotpotQA files; the real model searches it."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
+    import eval.run as run_module
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    monkeypatch.setenv("EIR_INDEX_DIR", str(tmp_path / "index"))
+    out = run_module.main(["--data", str(data_dir), "--lm", "smollm2-135m", "--limit", "1", "--setting", "corpus",
+                           "--method", method, "--experiment", "integration"])
+    (record,) = out["records"]
+    assert record["error"] is None, record["error"]
+    assert json.loads((tmp_path / "index" / "corpus.json").read_text())["paragraphs"] > 5000
+    assert 1 <= record["turns"] <= 12 and record["reads"] <= 6
+    assert record["calls_by_role"]["action"] == record["turns"]  # one call per turn, no more
+    assert mlflow.get_run(out["run_id"]).data.params["setting"] == "corpus"

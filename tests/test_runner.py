@@ -179,3 +179,46 @@ def test_ssr_options_are_logged_only_for_ssr(workdir, monkeypatch):
     assert out["metrics"]["calls_per_question"] == 2 * (2 + 3 * 2)
     direct = run_module.main(ARGS + ["--method", "direct", "--limit", "1"])
     assert "votes" not in mlflow.get_run(direct["run_id"]).data.params
+
+
+def corpus_reply(prompt):
+    """Search the question's words, read the gold paragraph's id, submit; the final call answers."""
+    question = prompt.rsplit("[[ ## question ## ]]", 1)[1].split("[[ ##")[0].strip()
+    qid = next(qid for qid, q, _ in QUESTIONS if q == question)
+    if "[[ ## evidence ## ]]" in prompt:
+        return final({q: a for _, q, a in QUESTIONS}[question], [(f"{qid} gold", 0)])
+    found = prompt.rsplit("[[ ## search_results ## ]]", 1)[1].split("[[ ##")[0]
+    last = prompt.rsplit("[[ ## last_result ## ]]", 1)[1]
+    if "nothing yet" in last:
+        return {"requirement_updates": [], "conclusion_updates": [], "action": {"kind": "search", "query": f"{qid} gold"}}
+    if last.lstrip().startswith("Read"):
+        return turn("submit", answer="ignored")
+    gold_id = next(line.split(" | ")[0].strip() for line in found.splitlines() if line.endswith(f"{qid} gold"))
+    return {"requirement_updates": [], "conclusion_updates": [], "action": {"kind": "read", "paragraph_id": gold_id}}
+
+
+def test_corpus_setting_builds_the_offline_index_searches_and_logs_the_setting(workdir, monkeypatch):
+    lm = use_lm(monkeypatch, corpus_reply)
+    out = run_module.main(ARGS + ["--setting", "corpus"])
+    run = mlflow.get_run(out["run_id"])
+    m, p = run.data.metrics, run.data.params
+    assert p["setting"] == "corpus" and p["method"] == "eir_corpus" and p["index"].endswith("hotpotqa-abstracts-index")
+    assert m["answer_f1"] == 100.0 and m["support_f1"] == 100.0 and m["gold_paragraphs_read"] == 100.0
+    assert m["searches_per_question"] == 1.0 and m["reads_per_question"] == 1.0 and m["calls_per_question"] == 4.0
+    first = lm.engine.prompts[0]
+    assert "distractor" not in first and "q1 gold" not in first  # no pool is shown: only what a search finds
+    assert (workdir / "runs" / "corpus" / "hotpotqa-abstracts.tar.bz2").is_file()  # built in the dump's format
+
+
+def test_corpus_setting_refuses_methods_without_one_and_a_missing_index(workdir, monkeypatch):
+    use_lm(monkeypatch, corpus_reply)
+    with pytest.raises(SystemExit, match="--method full_pool has no corpus setting"):
+        run_module.main(ARGS + ["--setting", "corpus", "--method", "full_pool"])
+    with pytest.raises(SystemExit, match="not an index directory"):
+        run_module.main(ARGS + ["--setting", "corpus", "--index", str(workdir / "nowhere")])
+
+
+def test_ssr_verifier_temperature_defaults_to_zero_in_the_corpus(workdir):
+    assert run_module.method_options(run_module.parse_args(["--method", "ssr", "--setting", "corpus"]))[
+        "verifier_temperature"] == 0.0
+    assert run_module.method_options(run_module.parse_args(["--method", "ssr"]))["verifier_temperature"] == 0.7
