@@ -55,3 +55,24 @@ def format_table(metrics: dict[str, float], label: str) -> str:
     widths = [max(len(a), len(b)) for a, b in zip(head, row)]
     line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
     return "\n".join([line(head), "-+-".join("-" * w for w in widths), line(row)])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m eval.summary RESULTS.jsonl ...`: the table of runs still going or killed, from their
+    per-question records (--common: only the questions every file has, so the rows are paired)."""
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(prog="python -m eval.summary", description=main.__doc__.splitlines()[0])
+    p.add_argument("results", nargs="+")
+    p.add_argument("--common", action="store_true")
+    args = p.parse_args(argv)
+    runs = {f: {r["id"]: r for r in map(json.loads, open(f, encoding="utf-8"))} for f in args.results}
+    keep = set.intersection(*(set(r) for r in runs.values())) if args.common else None
+    for f, records in runs.items():
+        chosen = [r for i, r in records.items() if keep is None or i in keep]
+        print(format_table({**summarize(chosen)}, f"{f} (n={len(chosen)})"), end="\n\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -6,6 +6,7 @@ import mlflow
 import pytest
 
 import eval.run as run_module
+import eval.summary as summary
 from tests.scripted import final, scripted_lm, turn
 
 QUESTIONS = [
@@ -208,6 +209,18 @@ def test_corpus_setting_builds_the_offline_index_searches_and_logs_the_setting(w
     first = lm.engine.prompts[0]
     assert "distractor" not in first and "q1 gold" not in first  # no pool is shown: only what a search finds
     assert (workdir / "runs" / "corpus" / "hotpotqa-abstracts.tar.bz2").is_file()  # built in the dump's format
+
+
+def test_summary_cli_tables_a_results_file_on_the_common_questions(workdir, monkeypatch, capsys):
+    use_lm(monkeypatch, reply)
+    full = run_module.main(ARGS)
+    part = run_module.main(ARGS + ["--limit", "1", "--experiment", "other"])
+    paths = [str(workdir / "runs" / o["run_id"] / "results.jsonl") for o in (full, part)]
+    capsys.readouterr()
+    summary.main(paths + ["--common"])
+    rows = [line for line in capsys.readouterr().out.splitlines() if "(n=" in line]
+    first_f1 = part["records"][0]["answer_f1"] * 100
+    assert len(rows) == 2 and all("(n=1)" in r and f"| {first_f1:.1f} " in r for r in rows)
 
 
 def test_corpus_setting_refuses_methods_without_one_and_a_missing_index(workdir, monkeypatch):
