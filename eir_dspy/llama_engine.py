@@ -14,13 +14,28 @@ from pathlib import Path
 from dspy.lm15 import ContextLengthError, InvalidRequestError, Message, Response, TextPart, Usage, response_to_events
 
 
+def _bounded_ram_cache():
+    from llama_cpp import LlamaRAMCache
+
+    class BoundedRAMCache(LlamaRAMCache):
+        """LlamaRAMCache counts only the KV bytes of a state, but each state also holds a copy of the
+        logits buffer (n_batch x n_vocab floats: 311 MB for Qwen2.5), so its 2 GiB cap never bit and
+        a 12-turn corpus run grew past 14 GB. Count every array a state keeps."""
+
+        @property
+        def cache_size(self) -> int:
+            return sum(s.llama_state_size + s.scores.nbytes + s.input_ids.nbytes for s in self.cache_state.values())
+
+    return BoundedRAMCache
+
+
 class LlamaEngine:
     """One llama context. It is not thread-safe, so calls are serialised by a lock."""
 
     constrained_decoding = True  # read by eir_dspy.lm.supports_grammar
 
     def __init__(self, model_path: str | Path, n_ctx: int = 8192, n_threads: int | None = None, seed: int = 0):
-        from llama_cpp import Llama, LlamaRAMCache  # imported here so API-model users never need it
+        from llama_cpp import Llama  # imported here so API-model users never need it
 
         self.model_path = str(model_path)
         self.n_ctx = n_ctx
@@ -34,7 +49,7 @@ class LlamaEngine:
         # The context itself reuses the prefix of the previous call only; the RAM cache keeps
         # states of earlier prompts too, so alternating roles (turn, final, next question's turn)
         # each find their own long system prompt already evaluated.
-        self._llama.set_cache(LlamaRAMCache(capacity_bytes=2 << 30))
+        self._llama.set_cache(_bounded_ram_cache()(capacity_bytes=2 << 30))
         self._lock = threading.Lock()
 
     def complete(self, request) -> Response:

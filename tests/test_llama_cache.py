@@ -1,0 +1,18 @@
+"""The engine's RAM cache counts the logits copy each saved state keeps (llama-cpp-python does not)."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+
+def test_states_are_evicted_by_their_full_size():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
+    from eir_dspy.llama_engine import _bounded_ram_cache
+
+    cache = _bounded_ram_cache()(capacity_bytes=10_000)
+    state = lambda: SimpleNamespace(llama_state_size=100, scores=np.zeros(1000, np.float32),  # noqa: E731
+                                    input_ids=np.zeros(10, np.intc))
+    for i in range(5):
+        cache[(i,)] = state()  # 4,140 bytes each, of which the KV part is only 100
+    assert cache.cache_size == 2 * 4140 and list(cache.cache_state) == [(3,), (4,)]
