@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import bz2
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -60,7 +59,6 @@ def real_statistics(index_dir: Path) -> dict:
 def generate(stats: dict, n: int, out: Path, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     vocab = np.array(stats["vocab"], dtype=object)
-    shard_dir = out / "AA"
     for start in range(0, n, SHARD):
         m = min(SHARD, n - start)
         lines = []
@@ -87,7 +85,6 @@ def generate(stats: dict, n: int, out: Path, seed: int = 0) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"wiki_{(start // SHARD) % 100:02d}.bz2").write_bytes(
             bz2.compress(("\n".join(lines) + "\n").encode("utf-8"), compresslevel=1))
-    del shard_dir
 
 
 def child_build(source: str, out: str) -> None:

@@ -45,7 +45,7 @@ class CorpusEnvironment:
         return bool(self.unread_ids)
 
     def problem(self, action: "Action", episode: "Episode") -> str | None:
-        if action.kind != "submit" and episode.turn >= episode.max_turns:
+        if action.kind != "submit" and episode.on_last_turn:
             return f"turn {episode.turn} is the last turn and accepts only a submission"
         if action.kind == "search":
             terms = self.search_key(action.query)

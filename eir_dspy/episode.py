@@ -73,6 +73,10 @@ class Episode:
         return self.turn_limit if self.turn_limit is not None else self.budget + 1
 
     @property
+    def on_last_turn(self) -> bool:
+        return self.turn >= self.max_turns
+
+    @property
     def reads_left(self) -> int:
         return self.budget - self.reads
 

@@ -16,7 +16,7 @@ from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.paragraphs import Paragraph
 from programs.errors import short_error
 from programs.setting import new_environment, turn_limit
-from programs.trajectory import can_read, last_turn, read_paragraphs, recent_paragraphs, render_trajectory
+from programs.trajectory import can_read, read_paragraphs, recent_paragraphs, render_trajectory
 from signatures import DirectSearchTurn, DirectTurn
 from signatures.schemas import direct_search_turn_schema, direct_turn_schema, grammar_config
 
@@ -32,7 +32,7 @@ def action_config(name: str, episode: Episode) -> dict:
     """The grammar of a Direct-style action now: what can be read, citable sentences, submit-only at the end."""
     if episode.env.setting == "corpus":
         return grammar_config(name, lambda: direct_search_turn_schema(
-            episode.env.unread_ids, read_paragraphs(episode), can_read(episode), last_turn(episode)))
+            episode.env.unread_ids, read_paragraphs(episode), can_read(episode), episode.on_last_turn))
     return grammar_config(name, lambda: direct_turn_schema(list(episode.env.unread_titles), read_paragraphs(episode),
                                                            can_read(episode)))
 

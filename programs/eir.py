@@ -14,7 +14,6 @@ from programs.answer import AnswerFromEvidence
 from programs.direct import to_action
 from programs.errors import short_error
 from programs.setting import new_environment, turn_limit
-from programs.trajectory import last_turn
 from signatures import EIRSearchTurn, EIRTurn
 from signatures.schemas import eir_search_turn_schema, eir_turn_schema, grammar_config
 
@@ -30,7 +29,7 @@ class EIRPolicy:
         if env.setting == "corpus":
             return ({"search_results": env.render_found()},
                     grammar_config("eir_turn", lambda: eir_search_turn_schema(env.unread_ids, read, episode.reads_left,
-                                                                              last_turn(episode))))
+                                                                              episode.on_last_turn)))
         unread = list(env.unread_titles)
         return ({"unread_titles": "\n".join(unread) or "(all paragraphs have been read)"},
                 grammar_config("eir_turn", lambda: eir_turn_schema(unread, read, episode.reads_left)))

@@ -17,7 +17,6 @@ from eir_dspy.corpus_environment import normalize_id
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
 from eir_dspy.paragraphs import Paragraph
-from eir_dspy.text_analysis import Analyzer
 from eval.metrics import normalize_answer
 from programs.direct import (DirectPolicy, action_config, episode_answer, episode_trajectory, submit_problem,
                              to_action)
@@ -29,7 +28,6 @@ from signatures import (DecomposeProposal, DecomposeSearchProposal, DirectSearch
 from signatures.schemas import decompose_schema, grammar_config, verify_schema
 from signatures.ssr import STEPS
 
-_ANALYZER = Analyzer()  # two searches with the same terms are the same correction
 _ACTION = re.compile(r"^\s*(search|read|submit)\b\s*:?\s*(.*?)\s*$", re.IGNORECASE | re.DOTALL)
 
 
@@ -60,7 +58,7 @@ def correction_key(step: str, correction: str, episode: Episode):
         if action is None:
             return None
         if action.kind == "search":
-            return ("search", tuple(sorted(set(_ANALYZER.query_terms(action.query)))))
+            return ("search", episode.env.search_key(action.query))  # the same hits: the same correction
         if action.kind == "read":
             return ("read", action.paragraph_id or action.title)
         return ("submit", normalize_answer(action.answer))

@@ -44,10 +44,10 @@ def status_line(episode: Episode) -> str:
     line = f"Now turn {turn} of {episode.max_turns}; {episode.reads_left} reads left."
     if episode.env.setting == "corpus":
         # Searching stays possible without reads left; only the last turn forces a submission.
-        if turn >= episode.max_turns:
+        if episode.on_last_turn:
             line += " This is the last turn: you must submit your answer now."
         return line
-    if turn >= episode.max_turns or episode.reads_left <= 0 or not episode.env.has_unread:
+    if episode.on_last_turn or episode.reads_left <= 0 or not episode.env.has_unread:
         line += " You must submit your answer now."
     return line
 
@@ -55,10 +55,6 @@ def status_line(episode: Episode) -> str:
 def recent_paragraphs(episode: Episode, n: int = 2) -> str:
     """The `n` paragraphs read most recently, sentence by sentence."""
     return episode.evidence.render(last=n) if len(episode.evidence) else "(none read yet)"
-
-
-def last_turn(episode: Episode) -> bool:
-    return episode.turn >= episode.max_turns
 
 
 def read_paragraphs(episode: Episode) -> list[tuple[str, int]]:
@@ -70,4 +66,4 @@ def read_paragraphs(episode: Episode) -> list[tuple[str, int]]:
 
 
 def can_read(episode: Episode) -> bool:
-    return episode.turn < episode.max_turns and episode.reads_left > 0 and episode.env.has_unread
+    return not episode.on_last_turn and episode.reads_left > 0 and episode.env.has_unread
