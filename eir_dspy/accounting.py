@@ -48,6 +48,7 @@ class CallRecord:
     cache_hit: bool
     cost_usd: float | None
     error: str | None = None
+    unusable: str | None = None  # the model answered but its output could not be used: the cause
 
 
 @dataclass
@@ -97,32 +98,96 @@ def calls_so_far() -> int:
     return ledger.n_calls if ledger is not None else 0
 
 
-def lm_call(role: str, predictor, **inputs):
-    """Run one DSPy predictor and record the model calls it made under `role`."""
+class UnusableOutput(Exception):
+    """The model answered, but what it wrote cannot be read as the signature's fields.
+
+    The one path for every such output (not JSON, nesting too deep for the parser, a missing
+    field, a value of the wrong type, ...): `cause` classifies it and `explanation` is the line
+    the next prompt shows the model. Provider errors and bugs are never turned into this.
+    """
+
+    def __init__(self, role: str, cause: str, detail: str) -> None:
+        self.role, self.cause, self.detail = role, cause, detail
+        super().__init__(f"{role}: {cause}: {detail}")
+
+    @property
+    def explanation(self) -> str:
+        what = {
+            "not_json": "it is not a JSON object",
+            "missing_field": "a required field is missing",
+            "wrong_type": "a field's value does not have the required type",
+        }.get(self.cause, "it does not fit the required fields")
+        return f"the output could not be used: {what}" + (f" ({self.detail})" if self.detail else "")
+
+
+_RAISE = object()
+
+
+def lm_call(role: str, predictor, *, on_unusable=_RAISE, **inputs):
+    """Run one DSPy predictor and record the model calls it made under `role`.
+
+    An output the model wrote that cannot be used raises UnusableOutput, or returns `on_unusable`
+    when the caller has a fallback (an invalid vote, an empty final answer, ...).
+    """
     lm = dspy.settings.lm
     ledger = _active.get()
-    if ledger is None or lm is None:
-        return predictor(**inputs)
-    start = len(lm.history)
+    start = len(lm.history) if lm is not None else 0
     t0 = time.perf_counter()
-    error = None
+    error = unusable = None
     try:
         return predictor(**inputs)
     except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"[:500]
-        raise
+        answered = lm is not None and len(lm.history) > start
+        if not answered or isinstance(exc, dspy.utils.exceptions.LMError):
+            error = f"{type(exc).__name__}: {exc}"[:500]
+            raise  # the provider failed (after its retries), or a bug: the question fails
+        unusable = _unusable(role, exc)
+        if on_unusable is _RAISE:
+            raise unusable from exc
+        return on_unusable
     finally:
-        elapsed = time.perf_counter() - t0
-        entries = lm.history[start:]
-        for entry in entries:
-            ledger.calls.append(_record(role, lm.model, entry, elapsed / len(entries), error))
-        if not entries and error is not None:
-            # The request never produced a response (e.g. the provider failed after retries):
-            # it was still an attempted model call.
-            ledger.calls.append(CallRecord(role, lm.model, 0, 0, elapsed, False, price_call(lm.model, 0, 0), error))
+        if ledger is not None and lm is not None:
+            elapsed = time.perf_counter() - t0
+            entries = lm.history[start:]
+            for entry in entries:
+                ledger.calls.append(_record(role, lm.model, entry, elapsed / len(entries), error,
+                                            unusable.cause if unusable else None))
+            if not entries and error is not None:
+                # The request never produced a response (e.g. the provider failed after retries):
+                # it was still an attempted model call.
+                ledger.calls.append(CallRecord(role, lm.model, 0, 0, elapsed, False, price_call(lm.model, 0, 0), error))
 
 
-def _record(role: str, model: str, entry: dict, latency: float, error: str | None) -> CallRecord:
+def _unusable(role: str, exc: Exception) -> UnusableOutput:
+    """Classify why an answered call's output could not be parsed into the signature."""
+    message = str(getattr(exc, "message", "") or exc)
+    if isinstance(exc, dspy.utils.exceptions.AdapterParseError):
+        if "cannot be serialized to a JSON object" in message:
+            cause, message = "not_json", ""
+        elif message.startswith("Failed to parse field"):
+            cause, message = "wrong_type", message.removeprefix("Failed to parse ")
+        else:
+            parsed = getattr(exc, "parsed_result", None) or {}
+            expected = getattr(getattr(exc, "signature", None), "output_fields", {})
+            missing = [k for k in expected if k not in parsed]
+            cause, message = "missing_field", "missing: " + ", ".join(missing) if missing else message
+    elif isinstance(exc, RecursionError):
+        cause, message = "not_json", "nested too deeply to parse"
+    elif isinstance(exc, ValueError):
+        cause = "not_json"  # the JSON parser itself gave up
+    else:
+        cause = "unusable"
+    return UnusableOutput(role, cause, short_error(message))
+
+
+def short_error(text: str) -> str:
+    """The first line of an error, short enough for a prompt."""
+    lines = str(text).strip().splitlines()
+    return (lines[0] if lines else "")[:200]
+
+
+def _record(role: str, model: str, entry: dict, latency: float, error: str | None,
+            unusable: str | None = None) -> CallRecord:
     prompt, completion = _tokens(entry.get("response"))
     # DSPy's history keeps an empty usage dict for a cache hit, but the replayed response
     # still carries the usage of the call that produced it.
@@ -130,7 +195,7 @@ def _record(role: str, model: str, entry: dict, latency: float, error: str | Non
     cost = price_call(model, prompt, completion)
     if cost is None and entry.get("cost") is not None and not cache_hit:
         cost = float(entry["cost"])
-    return CallRecord(role, model, prompt, completion, latency, cache_hit, cost, error)
+    return CallRecord(role, model, prompt, completion, latency, cache_hit, cost, error, unusable)
 
 
 def _tokens(response) -> tuple[int, int]:

@@ -3,9 +3,10 @@ policy; settings only by their environment (a pool read by title, or a corpus to
 
 A turn: the policy makes its LM call(s) and proposes an action; the loop checks the action
 against the budget and the environment, lets the policy commit its own state (EIR's lists),
-then has the environment execute it. An unparseable output or an invalid action is rejected
-with an explanation and still consumes the turn (in the corpus setting an invalid read also
-consumes a read attempt).
+then has the environment execute it. An output the model wrote that cannot be used (the
+accounting layer raises UnusableOutput for any of them) or an invalid action is rejected with an
+explanation and still consumes the turn (in the corpus setting an invalid read also consumes a
+read attempt). No model output can fail the question.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, Union
 
+from eir_dspy.accounting import UnusableOutput
 from eir_dspy.environment import Outcome, PoolEnvironment
 from eir_dspy.evidence import EvidenceStore
 
@@ -40,6 +42,7 @@ class Proposal:
     error: str | None = None
     payload: object = None  # policy-specific output (e.g. EIR's list updates), committed by the policy
     reasoning: str = ""  # the thought a ReAct-style policy wrote before acting (kept in the trajectory)
+    cause: str | None = None  # why there is no action: the UnusableOutput cause
 
 
 @dataclass
@@ -52,6 +55,7 @@ class TurnRecord:
     notes: list[str] = field(default_factory=list)
     reasoning: str = ""
     brief: str = ""  # the result in one line where the full one is long (a read paragraph)
+    rejection_cause: str | None = None  # a rejected turn: an UnusableOutput cause, or "invalid_action"
 
 
 @dataclass
@@ -105,7 +109,10 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
     episode = Episode(question=question, env=env, budget=budget, turn_limit=max_turns, last_feedback=env.opening)
     while episode.turn < episode.max_turns and episode.submitted is None:
         episode.turn += 1
-        proposal = policy.propose(episode)
+        try:
+            proposal = policy.propose(episode)
+        except UnusableOutput as exc:  # whatever the model wrote, it costs this turn and nothing more
+            proposal = Proposal(None, error=exc.explanation, cause=exc.cause)
         action = proposal.action
         problem = (proposal.error or action_problem(action, episode) or env.problem(action, episode)
                    or policy.check(action, episode))
@@ -115,7 +122,8 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
                 problem += f" ({episode.reads_left} reads left)"
             episode.last_feedback = f"Turn {episode.turn} was rejected: {problem}"
             episode.turns.append(TurnRecord(episode.turn, _as_dict(action), False, problem,
-                                            reasoning=proposal.reasoning, brief=problem))
+                                            reasoning=proposal.reasoning, brief=problem,
+                                            rejection_cause=proposal.cause or "invalid_action"))
             continue
         notes = policy.commit(proposal, episode)
         record = TurnRecord(episode.turn, _as_dict(action), True, "", notes=notes, reasoning=proposal.reasoning)

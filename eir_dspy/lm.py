@@ -9,6 +9,11 @@ import dspy
 
 from eir_dspy.local_models import DEFAULT_MODEL, MODELS, model_path
 
+# Seconds an API request may take before the client abandons it (and retries it like any other
+# provider error). LiteLLM's own default, made explicit: a local OpenAI-compatible server on two
+# cores can take minutes for one long final-answer prompt.
+DEFAULT_REQUEST_TIMEOUT = 600.0
+
 
 @dataclass(frozen=True)
 class LMSpec:
@@ -17,7 +22,8 @@ class LMSpec:
     api_base: str | None = None
     temperature: float = 0.0
     max_tokens: int = 2048
-    num_retries: int = 5  # provider errors are retried with backoff inside one DSPy call
+    num_retries: int = 5  # provider errors (timeouts included) are retried with backoff inside one DSPy call
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     n_ctx: int = 8192
 
     @property
@@ -44,7 +50,7 @@ def build_lm(spec: LMSpec) -> dspy.LM:
                        temperature=spec.temperature, max_tokens=spec.max_tokens)
     kwargs = {"api_base": spec.api_base} if spec.api_base else {}
     return dspy.LM(spec.model, temperature=spec.temperature, max_tokens=spec.max_tokens,
-                   num_retries=spec.num_retries, **kwargs)
+                   num_retries=spec.num_retries, timeout=spec.request_timeout, **kwargs)
 
 
 def supports_grammar(lm: dspy.LM | None) -> bool:

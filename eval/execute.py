@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections import Counter
 
 import dspy
 
@@ -55,6 +56,11 @@ def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, err
     episode = getattr(pred, "episode", None)  # the episode whose evidence the answer came from
     episodes = getattr(pred, "episodes", None) or ([episode] if episode is not None else [])
     read = list(getattr(pred, "evidence_titles", None) or (episode.evidence.titles if episode is not None else []))
+    # The sentences the answering call was shown (EIR's final call: the evidence read; Full Pool: the
+    # pool). A citation outside them is kept for Support F1, as the official scorers keep any
+    # predicted fact, and counted here.
+    shown = getattr(pred, "answer_evidence", None) or (episode.evidence if episode is not None else None)
+    outside = [c for c in citations if shown is None or not shown.has(*c)]
     gold = q.gold_titles
     spent = Ledger(list(calls))
     totals = spent.totals()
@@ -76,6 +82,8 @@ def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, err
         "seconds": seconds,
         "turns": sum(len(e.turns) for e in episodes),
         "rejected_actions": sum(e.rejected_turns for e in episodes),
+        "rejections_by_cause": dict(Counter(t.rejection_cause for e in episodes for t in e.turns if not t.accepted)),
+        "citations_outside_evidence": len(outside),
         "reads": sum(e.reads for e in episodes),
         "searches": sum(e.searches for e in episodes),
         "evidence_titles": read,
@@ -83,6 +91,7 @@ def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, err
         "gold_read_share": (len(gold & set(read)) / len(gold)) if gold else 0.0,
         "forced_end": episode.forced_end if episode is not None else None,
         "error": error,
+        "error_type": error.split(":", 1)[0] if error else None,
         "error_trace": trace if error else None,
         "trajectory": getattr(pred, "trajectory", None),
         "lm_calls": spent.to_list(),

@@ -85,7 +85,9 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
         if tracking.CONFIG_TAG not in run.data.tags:
             raise SelectionError(f"{label} was not made by eval.run (no {tracking.CONFIG_TAG} tag)")
         if run.info.status != "FINISHED":
-            notes.append(f"skipped {label}: status {run.info.status} (resume it with --resume to finish it)")
+            why = run.data.tags.get(tracking.FAILURE_TAG)
+            notes.append(f"skipped {label}: status {run.info.status}" + (f": {why}" if why else "")
+                         + f" (finish it with `python -m eval.run --resume {run.info.run_id}`)")
             continue
         logged = load_run(run)
         if methods and logged.method not in methods:

@@ -4,6 +4,7 @@ run can be resumed without redoing or double-counting a question."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -17,7 +18,8 @@ class ResultsFile:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def load(self) -> dict[str, dict]:
-        """Records already written, by question id. A torn last line (killed mid-write) is ignored."""
+        """Records already written, by question id (a later line for an id replaces an earlier one:
+        a question retried on resume). A torn last line (killed mid-write) is ignored."""
         done: dict[str, dict] = {}
         if not self.path.exists():
             return done
@@ -34,7 +36,25 @@ class ResultsFile:
         return done
 
     def append(self, record: dict) -> None:
-        line = json.dumps(record, ensure_ascii=False, default=str)
-        with self._lock, open(self.path, "a") as f:
-            f.write(line + "\n")
-            f.flush()
+        # One unbuffered O_APPEND write: nothing sits in a Python buffer, so even an immediate
+        # exit (a second Ctrl-C) right after this returns keeps the line.
+        data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        with self._lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+
+
+def wall_time(records: list[dict]) -> float:
+    """Seconds of wall time that produced these records, summed over the run's parts (the first
+    invocation and each --resume): per part, from its start to its last finished question."""
+    parts: dict[float, float] = {}
+    for r in records:
+        start, end = r.get("part_started_at"), r.get("finished_at")
+        if start is not None and end is not None:
+            parts[start] = max(parts.get(start, start), end)
+    return sum(end - start for start, end in parts.items())

@@ -12,7 +12,6 @@ import inspect
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import dspy
@@ -20,14 +19,15 @@ import mlflow
 from tqdm import tqdm
 
 from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError
-from eir_dspy.lm import LMSpec, build_lm, supports_grammar
+from eir_dspy.lm import DEFAULT_REQUEST_TIMEOUT, LMSpec, build_lm, supports_grammar
 from eir_dspy.local_models import DEFAULT_MODEL, ModelFetchError
 from eval import tracking
 from eval.data import DATASETS, DataError, load_questions, resolve_data_file
 from eval.corpus import default_index_dir
 from eval.execute import run_question
 from eval.index import build_default_index
-from eval.records import ResultsFile
+from eval.records import ResultsFile, wall_time
+from eval.scheduler import run_all
 from eval.summary import format_table, summarize
 from programs import CORPUS_METHODS, METHODS
 
@@ -55,6 +55,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="ssr: temperature of the verifier votes (default 0.7 in the pool, 0.0 in the corpus)")
     p.add_argument("--votes", type=_positive, default=3, help="ssr: verifier judgments per step")
     p.add_argument("--trials", type=_positive, default=5, help="reflexion: most trials per question")
+    p.add_argument("--request-timeout", type=_positive_float, default=DEFAULT_REQUEST_TIMEOUT, metavar="SECONDS",
+                   help=f"API models: seconds before a request is abandoned and retried like any provider error "
+                        f"(default {DEFAULT_REQUEST_TIMEOUT:g}); the in-process local LM has none")
     p.add_argument("--threads", type=_positive, default=1)
     p.add_argument("--experiment", default="eir-dspy")
     p.add_argument("--out", default="runs", help="where per-question results are written as they finish")
@@ -107,6 +110,13 @@ def open_corpus(config: dict, out_root: str) -> CorpusIndex:
     return index
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -117,7 +127,8 @@ def _positive(text: str) -> int:
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     uri = tracking.setup(args.experiment)
-    config = tracking.saved_config(args.resume) if args.resume else None
+    resume_id = tracking.resumable_run(args.resume) if args.resume else None
+    config = tracking.saved_config(resume_id) if resume_id else None
     if config is None:
         try:
             data_file = resolve_data_file(args.dataset, args.data)
@@ -126,14 +137,15 @@ def main(argv: list[str] | None = None) -> dict:
         config = {"method": args.method, "dataset": args.dataset, "data_file": data_file and str(data_file), "n": args.limit,
                   "seed": args.seed, "lm_model": args.lm,
                   "lm_path": args.lm_path, "api_base": args.api_base, "temperature": args.temperature,
-                  "max_tokens": args.max_tokens, "budget": args.budget, "threads": args.threads,
-                  "options": method_options(args), "setting": args.setting, "index": args.index}
+                  "max_tokens": args.max_tokens, "request_timeout": args.request_timeout, "budget": args.budget,
+                  "threads": args.threads, "options": method_options(args), "setting": args.setting, "index": args.index}
     try:
         questions = load_questions(config["dataset"], config["data_file"], limit=config["n"], seed=config["seed"])
     except DataError as exc:
         raise SystemExit(f"error: {exc}") from None
     corpus = open_corpus(config, args.out) if config.get("setting") == "corpus" else None
-    spec = LMSpec(config["lm_model"], config["lm_path"], config["api_base"], config["temperature"], config["max_tokens"])
+    spec = LMSpec(config["lm_model"], config["lm_path"], config["api_base"], config["temperature"], config["max_tokens"],
+                  request_timeout=config.get("request_timeout", DEFAULT_REQUEST_TIMEOUT))
     try:
         lm = build_lm(spec)
     except (FileNotFoundError, ModelFetchError) as exc:
@@ -147,37 +159,82 @@ def main(argv: list[str] | None = None) -> dict:
     program = METHODS[config["method"]](budget=config["budget"], **config.get("options", {}))
     config["label"] = tracking.setting_label(getattr(program, "label", config["method"]), config)
 
-    with mlflow.start_run(run_id=args.resume, run_name=None if args.resume else tracking.run_name(config)) as run:
-        if not args.resume:
-            tracking.log_config(config)
-            mlflow.set_tag(tracking.RESULTS_TAG, str(Path(args.out) / run.info.run_id / "results.jsonl"))
-        results = ResultsFile(Path(mlflow.get_run(run.info.run_id).data.tags[tracking.RESULTS_TAG]))
-        done = results.load()
-        todo = [q for q in questions if q.id not in done]
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=config["threads"]) as pool, \
-                tqdm(total=len(questions), initial=len(questions) - len(todo), desc=tracking.run_name(config)) as bar:
-            futures = [pool.submit(run_question, program, lm, q, corpus) for q in todo]
-            for future in as_completed(futures):
-                record = future.result()
-                results.append(record)  # written now: a killed run resumes from here
-                done[record["id"]] = record
-                bar.update(1)
-        records = [done[q.id] for q in questions]  # question order, whatever order they finished in
-        metrics = summarize(records)
-        metrics["wall_time_s"] = time.perf_counter() - t0
-        tracking.log_results(records, metrics, str(results.path))
-        run_id = run.info.run_id
+    run_id = tracking.start_run(config, resume_id, args.out)
+    try:
+        records, metrics = run_questions(program, lm, questions, corpus, config, run_id, resume_command(run_id, args))
+    except BaseException:
+        tracking.end_run_if_active("FAILED")  # a crash; an interrupt or a failing run ended its run already
+        raise
     print()
     print(format_table(metrics, f"{config['label']}/{config['dataset']}"))
     for name in sorted(records[0].get("variants") or {}):
         label = tracking.setting_label(name, config)
-        print(format_table(log_variant(config, run_id, name, records, results.path, label), f"{label}/{config['dataset']}"))
+        print(format_table(log_variant(config, run_id, name, records, results_path(run_id), label), f"{label}/{config['dataset']}"))
     failed = int(metrics["failed_questions"])
     if failed:
-        print(f"{failed} question(s) failed; their errors are in {results.path}", file=sys.stderr)
+        print(f"{failed} question(s) failed; their errors are in {results_path(run_id)} "
+              f"(--resume {run_id} runs them again)", file=sys.stderr)
     print(f"\nMLflow run {run_id} in {uri}. Open the UI with:\n  mlflow ui --backend-store-uri {uri}")
     return {"run_id": run_id, "metrics": metrics, "records": records}
+
+
+def resume_command(run_id: str, args: argparse.Namespace) -> str:
+    flags = "" if args.experiment == "eir-dspy" else f" --experiment {args.experiment}"
+    return f"python -m eval.run --resume {run_id}{flags}"
+
+
+def results_path(run_id: str) -> Path:
+    return Path(mlflow.get_run(run_id).data.tags[tracking.RESULTS_TAG])
+
+
+def run_questions(program, lm, questions, corpus, config: dict, run_id: str, resume: str) -> tuple[list[dict], dict]:
+    """Run every question not yet done (or that failed with an error), keeping each record as it
+    finishes; then score the run. Ends the MLflow run: FINISHED, KILLED (Ctrl-C) or FAILED."""
+    results = ResultsFile(results_path(run_id))
+    done = results.load()
+    todo = [q for q in questions if q.id not in done or done[q.id].get("error") is not None]
+    part_started = time.time()
+
+    def run_one(q):
+        record = run_question(program, lm, q, corpus)
+        record.update(part_started_at=part_started, finished_at=time.time())
+        return record
+
+    label = tracking.run_name(config)
+    with tqdm(total=len(questions), initial=len(questions) - len(todo), desc=label) as bar:
+        def keep(record: dict) -> None:
+            results.append(record)  # written now: a killed run resumes from here
+            done[record["id"]] = record
+            bar.update(1)
+
+        stop = run_all(todo, run_one, keep, config["threads"], total=len(todo),
+                       on_abort=lambda: tracking.end_run_if_active("KILLED", run_id))
+    finished = [done[q.id] for q in questions if q.id in done]
+    if stop.interrupted:
+        tracking.end_run_if_active("KILLED")
+        if finished:
+            print(format_table(summarize(finished), f"{label} (partial: {len(finished)} of {len(questions)})"),
+                  file=sys.stderr)
+        print(f"\nInterrupted: {len(finished)} of {len(questions)} questions are saved in {results.path}.\n"
+              f"Continue with:\n  {resume}", file=sys.stderr)
+        raise SystemExit(130)
+    failure = stop.failing or (_all_failed(finished) if len(finished) == len(questions) else None)
+    if failure:
+        message = (f"{len(finished)} of {len(questions)} questions ran and every one failed; the first with: {failure}"
+                   if len(finished) < len(questions) else f"every question failed; the first with: {failure}")
+        tracking.mark_failed(message)
+        raise SystemExit(f"error: run {run_id} failed: {message}\n"
+                         f"Fix the cause, then run it again with: {resume}")
+    records = [done[q.id] for q in questions]  # question order, whatever order they finished in
+    metrics = summarize(records)
+    metrics["wall_time_s"] = wall_time(records)
+    tracking.log_results(records, metrics, str(results.path))
+    tracking.end_run_if_active("FINISHED")
+    return records, metrics
+
+
+def _all_failed(records: list[dict]) -> str | None:
+    return records[0]["error"] if records and all(r.get("error") is not None for r in records) else None
 
 
 if __name__ == "__main__":

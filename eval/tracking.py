@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from pathlib import Path
 
 import mlflow
 
@@ -12,6 +14,7 @@ CONFIG_TAG = "eir.config"
 RESULTS_TAG = "eir.results_path"
 VARIANT_OF_TAG = "eir.variant_of"
 KIND_TAG = "eir.kind"  # set on comparison runs, so they are never read back as method runs
+FAILURE_TAG = "eir.failure"  # why a run ended FAILED (every question failed with this error)
 COMPARISON_KIND = "comparison"
 
 TABLE_COLUMNS = ["id", "question", "gold", "prediction", "answer_f1", "em", "support_f1", "calls",
@@ -50,6 +53,7 @@ def log_config(config: dict) -> None:
     mlflow.log_params({
         "method": method_label(config), "dataset": config["dataset"], "n": config["n"], "seed": config["seed"],
         "lm": config["lm"], "temperature": config["temperature"], "max_tokens": config["max_tokens"],
+        "request_timeout": config.get("request_timeout"),
         "H": config["budget"], "data_file": config["data_file"], "threads": config["threads"],
         "adapter": "JSONAdapter", "constrained_decoding": config["constrained"], **config.get("options", {}),
         "setting": config.get("setting", "pool"), "index": config.get("index"),
@@ -58,14 +62,54 @@ def log_config(config: dict) -> None:
                      "lm": config["lm"]})
 
 
-def saved_config(run_id: str) -> dict:
+def resumable_run(run_id: str) -> str:
+    """The run `--resume run_id` continues: the run itself, or, for a variant run (Reflexion's
+    first trial), the run it was derived from; finishing that one re-logs the variant too."""
     try:
         run = mlflow.get_run(run_id)
     except mlflow.exceptions.MlflowException:
         raise SystemExit(f"error: --resume {run_id}: no such run in {mlflow.get_tracking_uri()}") from None
-    if CONFIG_TAG not in run.data.tags:
-        raise SystemExit(f"run {run_id} was not made by eval.run (no {CONFIG_TAG} tag); cannot resume it")
-    return json.loads(run.data.tags[CONFIG_TAG])
+    parent = run.data.tags.get(VARIANT_OF_TAG)
+    if parent:
+        print(f"run {run_id} is the {run.data.tags.get('method', 'variant')} result of run {parent}; resuming {parent}, "
+              "which logs both", file=sys.stderr)
+        return parent
+    if CONFIG_TAG not in run.data.tags or RESULTS_TAG not in run.data.tags:
+        raise SystemExit(f"error: run {run_id} was not made by eval.run (no {CONFIG_TAG} / {RESULTS_TAG} tags); "
+                         "cannot resume it")
+    return run_id
+
+
+def saved_config(run_id: str) -> dict:
+    return json.loads(mlflow.get_run(run_id).data.tags[CONFIG_TAG])
+
+
+def start_run(config: dict, resume_id: str | None, out_root: str) -> str:
+    """Start (or reopen, to resume) a method run; it stays active until `end_run_if_active`."""
+    if resume_id:
+        mlflow.start_run(run_id=resume_id)
+        if FAILURE_TAG in mlflow.get_run(resume_id).data.tags:
+            mlflow.delete_tag(FAILURE_TAG)  # a new attempt; it is tagged again if it fails again
+        return resume_id
+    run = mlflow.start_run(run_name=run_name(config))
+    log_config(config)
+    mlflow.set_tag(RESULTS_TAG, str(Path(out_root) / run.info.run_id / "results.jsonl"))
+    return run.info.run_id
+
+
+def end_run_if_active(status: str, run_id: str | None = None) -> None:
+    """End the active run with `status`; with `run_id`, set that run's status directly (safe from a
+    signal handler, where the fluent run stack may be mid-update)."""
+    if run_id is not None:
+        mlflow.MlflowClient().set_terminated(run_id, status)
+    elif mlflow.active_run() is not None:
+        mlflow.end_run(status)
+
+
+def mark_failed(message: str) -> None:
+    """End the active run FAILED, saying why, so comparisons skip it with the reason."""
+    mlflow.set_tag(FAILURE_TAG, message[:5000])
+    mlflow.end_run("FAILED")
 
 
 def log_variant(config: dict, parent_id: str, name: str, records: list[dict], metrics: dict[str, float],
@@ -75,10 +119,12 @@ def log_variant(config: dict, parent_id: str, name: str, records: list[dict], me
                                output_format="list")
     run_id = found[0].info.run_id if found else None
     variant = {**config, "label": name}
-    with mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name(variant)) as run:
+    # The link tags are set as the run is created, so a run killed right after is still found (and
+    # resumable through its parent).
+    tags = None if run_id else {VARIANT_OF_TAG: parent_id, "method": name}
+    with mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name(variant), tags=tags) as run:
         if run_id is None:
             log_config(variant)
-            mlflow.set_tag(VARIANT_OF_TAG, parent_id)
         log_results(records, metrics, results_path)
         return run.info.run_id
 

@@ -21,9 +21,8 @@ class AnswerFromEvidence(dspy.Module):
     def forward(self, question: str, evidence: str, titles: list[str]) -> dspy.Prediction:
         """`evidence` is rendered sentences; `titles` the paragraphs they come from (for decoding only)."""
         config = grammar_config("final_answer", lambda: final_answer_schema(titles))
-        try:
-            out = lm_call("final", self.predict, question=question, evidence=evidence, config=config)
-        except dspy.utils.exceptions.AdapterParseError:
+        out = lm_call("final", self.predict, question=question, evidence=evidence, config=config, on_unusable=None)
+        if out is None:  # an answer that cannot be read scores as no answer
             return dspy.Prediction(answer="", citations=[], parsed=False)
         citations = [(c.title, c.sentence) for c in out.citations]
         return dspy.Prediction(answer=out.answer.strip(), citations=citations, parsed=True)

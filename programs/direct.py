@@ -14,7 +14,6 @@ from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal, run_episode
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.paragraphs import Paragraph
-from programs.errors import short_error
 from programs.setting import new_environment, turn_limit
 from programs.trajectory import can_read, read_paragraphs, recent_paragraphs, render_trajectory
 from signatures import DirectSearchTurn, DirectTurn
@@ -65,10 +64,7 @@ class DirectPolicy:
                 "trajectory": render_trajectory(episode)}
 
     def propose(self, episode: Episode) -> Proposal:
-        try:
-            out = lm_call("action", self.predict, **self.inputs(episode), config=action_config("direct_turn", episode))
-        except dspy.utils.exceptions.AdapterParseError as exc:
-            return Proposal(None, error=f"the output was not valid JSON for the required fields ({short_error(exc)})")
+        out = lm_call("action", self.predict, **self.inputs(episode), config=action_config("direct_turn", episode))
         return Proposal(to_action(out.action), reasoning=out.thought.strip())
 
     def check(self, action: Action, episode: Episode) -> str | None:

@@ -12,7 +12,6 @@ from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import AgentLists
 from programs.answer import AnswerFromEvidence
 from programs.direct import to_action
-from programs.errors import short_error
 from programs.setting import new_environment, turn_limit
 from signatures import EIRSearchTurn, EIRTurn
 from signatures.schemas import eir_search_turn_schema, eir_turn_schema, grammar_config
@@ -36,18 +35,15 @@ class EIRPolicy:
 
     def propose(self, episode: Episode) -> Proposal:
         seen, config = self.view(episode)
-        try:
-            out = lm_call(
-                "action", self.predict,  # the same role name as every method's per-turn call
-                question=episode.question,
-                **seen,
-                requirements=self.lists.render_requirements(),
-                conclusions=self.lists.render_conclusions(),
-                last_result=episode.last_feedback,
-                config=config,
-            )
-        except dspy.utils.exceptions.AdapterParseError as exc:
-            return Proposal(None, error=f"the output was not valid JSON for the required fields ({short_error(exc)})")
+        out = lm_call(
+            "action", self.predict,  # the same role name as every method's per-turn call
+            question=episode.question,
+            **seen,
+            requirements=self.lists.render_requirements(),
+            conclusions=self.lists.render_conclusions(),
+            last_result=episode.last_feedback,
+            config=config,
+        )
         return Proposal(to_action(out.action), payload=(out.requirement_updates, out.conclusion_updates))
 
     def check(self, action: Action, episode: Episode) -> str | None:

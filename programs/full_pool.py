@@ -24,4 +24,5 @@ class FullPool(dspy.Module):
             pool.add_paragraph(p, turn=0)
         final = self.answer(question=question, evidence=pool.render(), titles=list(pool.titles))
         return dspy.Prediction(answer=final.answer, citations=final.citations, evidence_titles=list(pool.titles),
+                               answer_evidence=pool,
                                trajectory={"final_parsed": final.parsed})

@@ -78,9 +78,6 @@ class Reflexion(dspy.Module):
         config = grammar_config("reflect", reflect_schema)
         env = episode.env  # the failed trial's: its pool titles, or what its searches found
         titles = env.render_found() if env.setting == "corpus" else "\n".join(env.titles)
-        try:
-            out = lm_call("reflect", self.reflect, question=question, titles=titles,
-                          trajectory=render_trajectory(episode, with_status=False), config=config)
-        except dspy.utils.exceptions.AdapterParseError:
-            return "(the reflection could not be parsed)"
-        return out.reflection.strip()
+        out = lm_call("reflect", self.reflect, question=question, titles=titles,
+                      trajectory=render_trajectory(episode, with_status=False), config=config, on_unusable=None)
+        return "(the reflection could not be parsed)" if out is None else out.reflection.strip()

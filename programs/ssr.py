@@ -72,16 +72,12 @@ class SSRPolicy(DirectPolicy):
         self.log: list[dict] = []
 
     def propose(self, episode: Episode) -> Proposal:
-        proposal = super().propose(episode)  # role "action"
+        proposal = super().propose(episode)  # role "action"; an unusable proposal rejects the turn here
         entry = {"turn": episode.turn, "proposed": render_action(proposal.action), "executed": "proposal"}
         self.log.append(entry)
-        if proposal.action is None:
-            entry["executed"] = "rejected: the proposal could not be parsed"
-            return proposal
         seen = self.program.seen(episode)
-        try:
-            steps = self._decompose(episode, seen, proposal)
-        except dspy.utils.exceptions.AdapterParseError:
+        steps = self._decompose(episode, seen, proposal)
+        if steps is None:
             entry["executed"] = "proposal (the decomposition could not be parsed, nothing to verify)"
             return proposal
         steps_text = "\n".join(f"{name}: {getattr(steps, name).strip()}" for name in STEPS)
@@ -116,17 +112,16 @@ class SSRPolicy(DirectPolicy):
     def _decompose(self, episode: Episode, seen: dict, proposal: Proposal):
         text = f"Thought: {proposal.reasoning or '-'}\nAction: {render_action(proposal.action)}"
         return lm_call("decompose", self.program.predictor("decompose", episode), question=episode.question, **seen,
-                       proposal=text, config=grammar_config("decompose", decompose_schema))
+                       proposal=text, config=grammar_config("decompose", decompose_schema), on_unusable=None)
 
     def _judge(self, episode: Episode, seen: dict, steps_text: str, step: str, vote: int) -> Judgment:
         config = {"temperature": self.program.verifier_temperature, **grammar_config("verify", verify_schema)}
         if self.program.verifier_temperature > 0:
             # Distinct rollout ids (and seeds) make the votes independent samples, not one cached answer.
             config.update(rollout_id=vote, seed=vote)
-        try:
-            out = lm_call("verify", self.program.predictor("verify", episode), question=episode.question, **seen,
-                          steps=steps_text, step=step, config=config)
-        except dspy.utils.exceptions.AdapterParseError:
+        out = lm_call("verify", self.program.predictor("verify", episode), question=episode.question, **seen,
+                      steps=steps_text, step=step, config=config, on_unusable=None)
+        if out is None:  # an unreadable judgment does not vote
             return Judgment(None)
         correction = out.correction.strip()
         key = correction_key(step, correction, episode) if out.verdict == "reject" else None
@@ -135,11 +130,10 @@ class SSRPolicy(DirectPolicy):
     def _refine(self, episode: Episode, seen: dict, steps_text: str, chosen: StepVote) -> Proposal | None:
         env = episode.env
         pool = {"search_results": env.render_found()} if env.setting == "corpus" else {"titles": "\n".join(env.titles)}
-        try:
-            out = lm_call("refine", self.program.predictor("refine", episode), question=episode.question, **pool,
-                          **seen, steps=steps_text, step=chosen.step, correction=chosen.agreed.correction,
-                          config=action_config("refine", episode))
-        except dspy.utils.exceptions.AdapterParseError:
+        out = lm_call("refine", self.program.predictor("refine", episode), question=episode.question, **pool,
+                      **seen, steps=steps_text, step=chosen.step, correction=chosen.agreed.correction,
+                      config=action_config("refine", episode), on_unusable=None)
+        if out is None:
             return None
         return Proposal(to_action(out.action), reasoning=out.thought.strip())
 

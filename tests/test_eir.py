@@ -65,7 +65,8 @@ def test_unparseable_turn_is_rejected_and_consumes_a_turn():
     pred, ledger, engine = run(["I think I should read the band page.", turn("submit"), final("x")], budget=2)
     ep = pred.episode
     assert [t.accepted for t in ep.turns] == [False, True]
-    assert "Turn 1 was rejected: the output was not valid JSON" in engine.prompts[1]
+    assert "Turn 1 was rejected: the output could not be used: it is not a JSON object" in engine.prompts[1]
+    assert ep.turns[0].rejection_cause == "not_json" and ledger.calls[0].unusable == "not_json"
     assert ledger.n_calls == 3  # the rejected call is counted
 
 

@@ -94,9 +94,12 @@ def test_a_failing_question_scores_zero_and_the_run_goes_on(workdir, monkeypatch
 def test_resume_continues_without_redoing_or_double_counting(workdir, monkeypatch):
     order = [q for _, q, _ in QUESTIONS]
     use_lm(monkeypatch, lambda prompt: reply(prompt, interrupt_on=order[2]))
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(SystemExit) as stopped:
         run_module.main(ARGS + ["--seed", "-1"])  # seed kept explicit; file order is shuffled identically on resume
-    run_id = mlflow.search_runs(experiment_names=["test"], output_format="list")[0].info.run_id
+    assert stopped.value.code == 130
+    run = mlflow.search_runs(experiment_names=["test"], output_format="list")[0]
+    assert run.info.status == "KILLED"
+    run_id = run.info.run_id
     results = workdir / "runs" / run_id / "results.jsonl"
     done_before = [json.loads(line)["id"] for line in results.read_text().splitlines()]
     assert len(done_before) < 3
