@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 import dspy
+from pydantic import BaseModel
 
 # USD per 1M (prompt, completion) tokens. Local models cost nothing.
 PRICES: dict[str, tuple[float, float]] = {
@@ -135,7 +136,7 @@ def lm_call(role: str, predictor, *, on_unusable=_RAISE, **inputs):
     t0 = time.perf_counter()
     error = unusable = None
     try:
-        return predictor(**inputs)
+        return _valid_unicode(predictor(**inputs))
     except Exception as exc:
         answered = lm is not None and len(lm.history) > start
         if not answered or isinstance(exc, dspy.utils.exceptions.LMError):
@@ -156,6 +157,28 @@ def lm_call(role: str, predictor, *, on_unusable=_RAISE, **inputs):
                 # The request never produced a response (e.g. the provider failed after retries):
                 # it was still an attempted model call.
                 ledger.calls.append(CallRecord(role, lm.model, 0, 0, elapsed, False, price_call(lm.model, 0, 0), error))
+
+
+def _valid_unicode(prediction):
+    """The parsed output with every lone surrogate (a JSON escape like \\ud800 that is no character)
+    replaced by "?". Left in, it would make the next prompt unsendable and the record unwritable."""
+    for key in list(prediction.keys()):
+        prediction[key] = _repair(prediction[key])
+    return prediction
+
+
+def _repair(value):
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, list):
+        return [_repair(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _repair(v) for k, v in value.items()}
+    if isinstance(value, BaseModel):
+        dumped = value.model_dump()
+        repaired = _repair(dumped)
+        return value if repaired == dumped else type(value).model_validate(repaired)
+    return value
 
 
 def _unusable(role: str, exc: Exception) -> UnusableOutput:

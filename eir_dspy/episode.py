@@ -114,8 +114,10 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
         except UnusableOutput as exc:  # whatever the model wrote, it costs this turn and nothing more
             proposal = Proposal(None, error=exc.explanation, cause=exc.cause)
         action = proposal.action
-        problem = (proposal.error or action_problem(action, episode) or env.problem(action, episode)
-                   or policy.check(action, episode))
+        if action is None:
+            problem = proposal.error or "the output held no action"
+        else:
+            problem = action_problem(action, episode) or env.problem(action, episode) or policy.check(action, episode)
         if problem:
             if action is not None and action.kind == "read" and env.invalid_reads_cost_a_read and episode.reads_left > 0:
                 episode.reads += 1

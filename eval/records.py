@@ -38,7 +38,8 @@ class ResultsFile:
     def append(self, record: dict) -> None:
         # One unbuffered O_APPEND write: nothing sits in a Python buffer, so even an immediate
         # exit (a second Ctrl-C) right after this returns keeps the line.
-        data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        # backslashreplace writes any lone surrogate as its JSON escape, so the line still parses.
+        data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:

@@ -83,7 +83,7 @@ def log_variant(config: dict, parent_id: str, name: str, records: list[dict], re
     metrics = summarize(variant)
     metrics["wall_time_s"] = sum(r["seconds"] for r in variant)
     path = results_path.with_name(f"{name}.jsonl")
-    path.write_text("".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in variant))
+    path.write_text("".join(json.dumps(r, default=str) + "\n" for r in variant))
     tracking.log_variant(config, parent_id, label, variant, metrics, str(path))
     return metrics
 
