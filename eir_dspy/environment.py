@@ -7,6 +7,7 @@ result). eir_dspy.corpus_environment is the other setting.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -98,8 +99,23 @@ def render_sentences(paragraph: Paragraph) -> str:
 
 
 def _match(requested: str, titles: tuple[str, ...]) -> str | None:
+    """The title `requested` names: itself if in `titles`, else the first title equal to it
+    up to case, whitespace and quotes around words."""
     if requested in titles:
         return requested
-    # Models often change case or drop surrounding quotes; that is still the same title.
-    key = requested.strip().strip("\"'").casefold()
-    return next((t for t in titles if t.casefold() == key), None)
+    # Models often change case and drop or add quotes ('Heroes (David Bowie album)' for the
+    # pool's '"Heroes" (David Bowie album)'); that is still the same title.
+    key = _title_key(requested)
+    return next((t for t in titles if _title_key(t) == key), None)
+
+
+# Curly quotes read as straight ones, so a typed "Schindler's" names "Schindler’s".
+_STRAIGHT_QUOTES = str.maketrans("\u201c\u201d\u2018\u2019", "\"\"''")
+# A quote mark not between two letters opens or closes a quotation ("Heroes", 'Allo 'Allo!)
+# and is dropped; the apostrophe in "Schindler's" stays.
+_WRAPPING_QUOTE = re.compile(r"(?<!\w)[\"']|[\"'](?!\w)")
+
+
+def _title_key(title: str) -> str:
+    title = _WRAPPING_QUOTE.sub("", title.translate(_STRAIGHT_QUOTES))
+    return " ".join(title.split()).casefold()

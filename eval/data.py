@@ -15,6 +15,14 @@ A file is a JSON list or JSONL. The layout is detected per record from its keys:
   - HotpotQA Hugging Face: `context: {title: [...], sentences: [...]}`, dict supporting facts
   - 2Wiki FlashRAG: `golden_answers`, `metadata: {type, supporting_facts, context}`
   - MuSiQue-Ans original: `paragraphs: [{idx, title, paragraph_text, is_supporting}]`
+
+What is rejected (DataError naming the file and record): a record that cannot be a question
+(blank question, empty answer, no paragraphs, a paragraph with no sentences or, in MuSiQue,
+no text), a supporting fact whose title is not in the context or whose sentence index is not
+a non-negative int, and two records sharing an id. Empty sentences inside a paragraph are
+kept (real HotpotQA has " "). A supporting fact whose sentence index is past the end of its
+paragraph is kept as given, since the official scorers only compare (title, index) pairs;
+each file with such facts gets one `DataWarning` (Python `warnings`) with their count.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import json
 import os
 import random
 import re
+import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -45,6 +54,10 @@ HOLDOUT_FILES = frozenset({"hotpot_dev_distractor.rpt_sample300_seed0.jsonl"})
 
 class DataError(ValueError):
     """A data file could not be found, read or validated."""
+
+
+class DataWarning(UserWarning):
+    """A data file loaded, but with something a user should know about."""
 
 
 # ---------------------------------------------------------------- public API
@@ -101,7 +114,8 @@ def find_file(dataset: str, directory: Path) -> Path:
 
 
 def load_file(path: str | os.PathLike, dataset: str) -> list[Question]:
-    """Every record of one file, in file order, as `Question`s."""
+    """Every record of one file, in file order, as `Question`s. Raises DataError on what the
+    module docstring lists; warns (`DataWarning`, once) about facts past a paragraph's end."""
     path = Path(path)
     if dataset not in DATASETS:
         raise DataError(f"unknown dataset {dataset!r}; expected one of {DATASETS}")
@@ -112,6 +126,7 @@ def load_file(path: str | os.PathLike, dataset: str) -> list[Question]:
         except (_RecordError, KeyError) as exc:
             reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
             raise DataError(f"{path}: record {index}: {reason}") from None
+    _check_questions(questions, str(path))
     return questions
 
 
@@ -200,11 +215,35 @@ def _load_from_hub(dataset: str) -> list[Question]:
         import datasets
 
         rows = datasets.load_dataset("hotpot_qa", "distractor", split="validation")
-        return [_parse_record(dict(row), dataset) for row in rows]
+        questions = [_parse_record(dict(row), dataset) for row in rows]
     except Exception as exc:  # offline, missing package, changed hub layout, ...
         raise DataError(
             f"could not load hotpotqa from the Hugging Face hub ({type(exc).__name__}: {exc}); {hint}"
         ) from exc
+    _check_questions(questions, "hotpot_qa (Hugging Face hub)")
+    return questions
+
+
+def _check_questions(questions: list[Question], where: str) -> None:
+    """Whole-file checks: ids are unique (records are matched by id when resuming and
+    comparing runs); warn once about supporting facts past the end of their paragraph."""
+    first_seen: dict[str, int] = {}
+    for index, q in enumerate(questions):
+        if q.id in first_seen:
+            raise DataError(f"{where}: records {first_seen[q.id]} and {index} share the id {q.id!r}")
+        first_seen[q.id] = index
+    past_end = sum(_facts_past_end(q) for q in questions)
+    if past_end:
+        warnings.warn(
+            f"{where}: {past_end} supporting fact(s) point past the end of their paragraph; "
+            "kept as given (the official scorers compare (title, sentence) pairs)",
+            DataWarning, stacklevel=3,
+        )
+
+
+def _facts_past_end(q: Question) -> int:
+    sentences = {p.title: len(p.sentences) for p in q.paragraphs}
+    return sum(1 for title, sent_id in q.supporting_facts if sent_id >= sentences[title])
 
 
 # ---------------------------------------------------------------- parsing
@@ -248,21 +287,19 @@ def _parse_record(record: dict, dataset: str) -> Question:
 
 def _build(record, dataset, answer, aliases, qtype, context_pairs, fact_pairs) -> Question:
     qid = record["_id"] if "_id" in record else record["id"]
+    question = _question_text(record)
+    answer = _check_answer(answer)
     paragraphs, first_title = _dedup([(t, s, i) for i, (t, s) in enumerate(context_pairs)])
-    by_title = {p.title: p for p in paragraphs}
     facts = []
     for title, sent_id in fact_pairs:
         if not isinstance(title, str) or title not in first_title:
             raise _RecordError(f"supporting fact title {title!r} not in context")
-        paragraph = by_title[first_title[title]]
-        if not isinstance(sent_id, int) or isinstance(sent_id, bool) or not 0 <= sent_id < len(paragraph.sentences):
-            raise _RecordError(
-                f"supporting fact sent_id {sent_id!r} out of range for {title!r} "
-                f"({len(paragraph.sentences)} sentences)"
-            )
-        facts.append((paragraph.title, sent_id))
+        # Past the paragraph's end is kept (see the module docstring); load_file warns.
+        if not isinstance(sent_id, int) or isinstance(sent_id, bool) or sent_id < 0:
+            raise _RecordError(f"supporting fact sent_id {sent_id!r} for {title!r} is not a sentence index")
+        facts.append((first_title[title], sent_id))
     return Question(
-        id=str(qid), question=_field(record, "question", str), answer=_check_str(answer, "answer"),
+        id=str(qid), question=question, answer=answer,
         aliases=tuple(_check_str(a, "alias") for a in aliases), type=qtype,
         paragraphs=paragraphs, supporting_facts=tuple(facts), dataset=dataset,
     )
@@ -270,6 +307,8 @@ def _build(record, dataset, answer, aliases, qtype, context_pairs, fact_pairs) -
 
 def _parse_musique(record: dict, dataset: str) -> Question:
     qid = _field(record, "id", str)
+    question = _question_text(record)
+    answer = _check_answer(_field(record, "answer", str))
     triples, supporting, seen_idx = [], [], set()
     for item in _field(record, "paragraphs", list):
         if not isinstance(item, dict):
@@ -278,16 +317,19 @@ def _parse_musique(record: dict, dataset: str) -> Question:
         if idx in seen_idx:
             raise _RecordError(f"duplicate paragraph idx {idx}")
         seen_idx.add(idx)
+        title = _field(item, "title", str)
         sentences = split_sentences(_field(item, "paragraph_text", str))
+        if not sentences:
+            raise _RecordError(f"paragraph {title!r} has an empty paragraph_text")
         # Stripped sentences would glue together in Paragraph.text (a plain join), so
         # follow the HotpotQA convention: sentences after the first lead with a space.
         sentences = sentences[:1] + tuple(" " + s for s in sentences[1:])
-        triples.append((_field(item, "title", str), sentences, idx))
+        triples.append((title, sentences, idx))
         if _field(item, "is_supporting", bool):
             supporting.append(idx)
     paragraphs, _ = _dedup(triples)
     return Question(
-        id=qid, question=_field(record, "question", str), answer=_field(record, "answer", str),
+        id=qid, question=question, answer=answer,
         aliases=tuple(_check_str(a, "alias") for a in record.get("answer_aliases") or ()),
         type=qid.split("__", 1)[0] if "__" in qid else "",
         paragraphs=paragraphs, supporting_facts=(), dataset=dataset,
@@ -302,6 +344,8 @@ def _dedup(triples: Iterable[tuple[str, Any, int]]) -> tuple[tuple[Paragraph, ..
     for title, sentences, source_index in triples:
         _check_str(title, "paragraph title")
         sentences = tuple(_check_str(s, f"sentence of {title!r}") for s in _check_list(sentences, title))
+        if not sentences:  # an empty sentence (real HotpotQA has " ") is fine; none at all is not
+            raise _RecordError(f"paragraph {title!r} has no sentences")
         counts[title] = counts.get(title, 0) + 1
         unique, n = title, counts[title]
         while unique in used:  # also steps over a real title that already reads "X (2)"
@@ -310,7 +354,22 @@ def _dedup(triples: Iterable[tuple[str, Any, int]]) -> tuple[tuple[Paragraph, ..
         used.add(unique)
         first.setdefault(title, unique)
         paragraphs.append(Paragraph(title=unique, sentences=sentences, source_index=source_index))
+    if not paragraphs:
+        raise _RecordError("the context has no paragraphs")
     return tuple(paragraphs), first
+
+
+def _question_text(record: dict) -> str:
+    question = _field(record, "question", str)
+    if not question.strip():
+        raise _RecordError("the question is blank")
+    return question
+
+
+def _check_answer(answer) -> str:
+    if not _check_str(answer, "answer").strip():
+        raise _RecordError("the gold answer is empty")
+    return answer
 
 
 def _field(obj: dict, name: str, kind):

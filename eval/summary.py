@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from statistics import mean
 
-from eval.metrics import aggregate
+from eval.metrics import aggregate, aggregate_defined
 
 
 def summarize(records: list[dict]) -> dict[str, float]:
-    """Answer/EM/support on a 0-100 scale over every question (failures count as 0)."""
+    """Answer/EM/support on a 0-100 scale over every question (failures count as 0); support EM
+    and HotpotQA's joint EM/F1 over the questions that have them, left out when none does."""
     if not records:
         raise ValueError("no per-question records to summarize")
     n = len(records)
@@ -17,6 +18,7 @@ def summarize(records: list[dict]) -> dict[str, float]:
     priced = all(c is not None for c in costs)
     return {
         **aggregate(records),  # answer_f1, em, support_f1
+        **aggregate_defined(records),  # sp_em, joint_em, joint_f1
         "calls_per_question": mean(r["calls"] for r in records),
         "prompt_tokens_per_question": mean(r["prompt_tokens"] for r in records),
         "completion_tokens_per_question": mean(r["completion_tokens"] for r in records),
@@ -31,14 +33,28 @@ def summarize(records: list[dict]) -> dict[str, float]:
         "forced_end_rate": mean(1.0 if r["forced_end"] else 0.0 for r in records),
         "failed_questions": float(sum(r["error"] is not None for r in records)),
         "cache_hit_calls": float(sum(r["cache_hits"] for r in records)),
+        **citations_outside_evidence(records),
         "n": float(n),
     }
+
+
+def citations_outside_evidence(records: list[dict]) -> dict[str, float]:
+    """Share (0-100) of the answers' citations that name a sentence the answering call was not shown.
+    Left out for records made before it was recorded, and when no answer cited anything."""
+    known = [r for r in records if "citations_outside_evidence" in r]
+    cited = sum(len(r["citations"]) for r in known)
+    if not known or not cited:
+        return {}
+    return {"citations_outside_evidence": 100 * sum(r["citations_outside_evidence"] for r in known) / cited}
 
 
 TABLE_KEYS = [
     ("answer_f1", "Answer F1", "{:.1f}"),
     ("em", "EM", "{:.1f}"),
     ("support_f1", "Support F1", "{:.1f}"),
+    ("sp_em", "Support EM", "{:.1f}"),
+    ("joint_em", "Joint EM", "{:.1f}"),  # HotpotQA only: "-" elsewhere
+    ("joint_f1", "Joint F1", "{:.1f}"),
     ("calls_per_question", "calls/q", "{:.2f}"),
     ("tokens_per_question", "tokens/q", "{:.0f}"),
     ("seconds_per_question", "s/q", "{:.1f}"),
@@ -51,7 +67,7 @@ TABLE_KEYS = [
 
 def format_table(metrics: dict[str, float], label: str) -> str:
     head = ["run"] + [name for _, name, _ in TABLE_KEYS]
-    row = [label] + [fmt.format(metrics[k]) for k, _, fmt in TABLE_KEYS]
+    row = [label] + [fmt.format(metrics[k]) if k in metrics else "-" for k, _, fmt in TABLE_KEYS]
     widths = [max(len(a), len(b)) for a, b in zip(head, row)]
     line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
     return "\n".join([line(head), "-+-".join("-" * w for w in widths), line(row)])

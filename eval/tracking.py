@@ -17,7 +17,8 @@ KIND_TAG = "eir.kind"  # set on comparison runs, so they are never read back as 
 FAILURE_TAG = "eir.failure"  # why a run ended FAILED (every question failed with this error)
 COMPARISON_KIND = "comparison"
 
-TABLE_COLUMNS = ["id", "question", "gold", "prediction", "answer_f1", "em", "support_f1", "calls",
+TABLE_COLUMNS = ["id", "question", "gold", "prediction", "answer_f1", "em", "support_f1", "sp_em", "joint_em",
+                 "joint_f1", "citations_outside_evidence", "calls",
                  "prompt_tokens", "completion_tokens", "evidence_titles", "rejected_actions", "error"]
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
 
 from eir_dspy.paragraphs import Paragraph
 from eval import data as data_mod
-from eval.data import DATASETS, DataError, find_file, load_file, load_questions, split_sentences
+from eval.data import DATASETS, DataError, DataWarning, find_file, load_file, load_questions, split_sentences
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BAD = FIXTURES / "bad"
@@ -40,7 +42,7 @@ def test_hotpot_original_layout():
     assert q1.paragraphs == (
         Paragraph("Lake Ogo", ("Lake Ogo is a lake in Mordia.", " It is deep."), 0),
         Paragraph("Mordia", ("Mordia is a small country.", " Its capital is Varn."), 1),
-        Paragraph("Tessel River", ("The Tessel River is long.",), 2),
+        Paragraph("Tessel River", ("The Tessel River is long.", ""), 2),  # an empty sentence is kept
     )
     assert q1.supporting_facts == (("Lake Ogo", 0), ("Mordia", 1))
     assert q1.supporting_paragraphs == ()
@@ -55,6 +57,7 @@ def test_hotpot_hf_layout_keeps_leading_spaces():
     )
     assert q1.paragraphs[1].text == "The Osk Trio is a jazz band. It was founded by Lena Osk."
     assert q1.supporting_facts == (("Blue Moth", 0), ("The Osk Trio", 1))
+    assert q1.paragraphs[2].sentences == ("Red Moth is a film.", " ")  # real HotpotQA ends some with " "
     assert q2.supporting_facts == (("Fort Ban", 0), ("Fort Cal", 0))
     assert [p.title for p in q2.paragraphs] == ["Fort Ban", "Fort Cal"]
 
@@ -309,6 +312,19 @@ def test_hub_rows_use_hf_layout(monkeypatch):
     assert (q.id, q.supporting_facts, [p.title for p in q.paragraphs]) == ("hub-1", (("T", 0),), ["T", "U"])
 
 
+def test_hub_rows_with_a_repeated_id_are_an_error(monkeypatch):
+    import datasets
+
+    row = {
+        "id": "hub-1", "question": "Q?", "answer": "A", "type": "bridge", "level": "hard",
+        "supporting_facts": {"title": ["T"], "sent_id": [0]}, "context": {"title": ["T"], "sentences": [["T is A."]]},
+    }
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: [row, {**row, "id": "hub-2"}, row])
+    with pytest.raises(DataError) as err:
+        load_questions("hotpotqa")
+    assert str(err.value) == "hotpot_qa (Hugging Face hub): records 0 and 2 share the id 'hub-1'"
+
+
 @pytest.mark.parametrize("dataset", ["2wiki", "musique"])
 def test_no_hub_for_2wiki_and_musique(dataset):
     with pytest.raises(DataError) as err:
@@ -354,7 +370,8 @@ def test_seed_shuffles_stably(tmp_path):
     [
         ("bad_json_line.jsonl", "record 1: invalid JSON on line 2: Expecting property name enclosed in double quotes"),
         ("missing_field.json", "record 1: missing field 'context'"),
-        ("sent_id_out_of_range.jsonl", "record 2: supporting fact sent_id 2 out of range for 'T' (2 sentences)"),
+        ("sent_id_negative.jsonl", "record 1: supporting fact sent_id -1 for 'T' is not a sentence index"),
+        ("duplicate_id.jsonl", "records 0 and 2 share the id 'dup'"),
         ("title_not_in_context.json", "record 0: supporting fact title 'Nowhere' not in context"),
         ("unknown_layout.jsonl", "record 0: unrecognised record layout; keys seen: ['label', 'qid', 'query']"),
     ],
@@ -365,6 +382,46 @@ def test_malformed_files_name_file_and_record(name, expected):
         load_file(path, "hotpotqa")
     assert str(err.value) == f"{path}: {expected}"
     assert isinstance(err.value, ValueError)
+
+
+def _hf(question="Q?", answer="A", titles=("T",), sentences=(["T is A."],), facts=(("T", 0),)) -> str:
+    return json.dumps({
+        "id": "x", "question": question, "answer": answer, "type": "bridge",
+        "supporting_facts": {"title": [t for t, _ in facts], "sent_id": [i for _, i in facts]},
+        "context": {"title": list(titles), "sentences": list(sentences)},
+    })
+
+
+def _musique(question="Q?", answer="A", paragraphs=(("T", "T is A."),)) -> str:
+    return json.dumps({
+        "id": "2hop__1_2", "question": question, "answer": answer, "answer_aliases": [],
+        "paragraphs": [{"idx": i, "title": t, "paragraph_text": text, "is_supporting": i == 0}
+                       for i, (t, text) in enumerate(paragraphs)],
+    })
+
+
+# Records that cannot be a question, each with its reason.
+_CANNOT_BE_A_QUESTION = [
+    (_hf(titles=(), sentences=(), facts=()), "the context has no paragraphs"),
+    ('[{"_id": "o", "question": "Q?", "answer": "A", "type": "b", "supporting_facts": [], "context": []}]',
+     "the context has no paragraphs"),
+    (_musique(paragraphs=()), "the context has no paragraphs"),
+    (_hf(titles=("T", "U"), sentences=(["T is A."], [])), "paragraph 'U' has no sentences"),
+    ('[{"_id": "o", "question": "Q?", "answer": "A", "type": "b", "supporting_facts": [["T", 0]],'
+     ' "context": [["T", ["T is A."]], ["U", []]]}]', "paragraph 'U' has no sentences"),
+    (_musique(paragraphs=(("T", "T is A."), ("U", ""))), "paragraph 'U' has an empty paragraph_text"),
+    (_musique(paragraphs=(("T", "T is A."), ("U", "  \n"))), "paragraph 'U' has an empty paragraph_text"),
+    (_hf(answer=""), "the gold answer is empty"),
+    (_hf(answer=" \t"), "the gold answer is empty"),
+    (_musique(answer=""), "the gold answer is empty"),
+    ('{"id": "f", "question": "Q?", "golden_answers": [" "], "metadata": {"type": "b",'
+     ' "supporting_facts": {"title": [], "sent_id": []}, "context": {"title": ["T"], "content": [["T."]]}}}',
+     "the gold answer is empty"),
+    (_hf(question=""), "the question is blank"),
+    (_musique(question="   "), "the question is blank"),
+    (_hf(facts=(("T", "0"),)), "supporting fact sent_id '0' for 'T' is not a sentence index"),
+    (_hf(facts=(("T", True),)), "supporting fact sent_id True for 'T' is not a sentence index"),
+]
 
 
 @pytest.mark.parametrize(
@@ -382,7 +439,7 @@ def test_malformed_files_name_file_and_record(name, expected):
          "record 0: missing field 'paragraph_text'"),
         ('{"id": "f", "question": "Q?", "golden_answers": [], "metadata": {}}',
          "record 0: field 'golden_answers' is empty"),
-    ],
+    ] + [(text, "record 0: " + reason) for text, reason in _CANNOT_BE_A_QUESTION],
 )
 def test_malformed_records(tmp_path, text, expected):
     path = tmp_path / "bad.json"
@@ -391,3 +448,35 @@ def test_malformed_records(tmp_path, text, expected):
         load_file(path, "hotpotqa")
     assert str(err.value).startswith(f"{path}: ")
     assert expected in str(err.value)
+
+
+def test_duplicate_ids_name_both_records(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join([_musique(), _musique().replace("2hop__1_2", "2hop__3_4"), _musique()]) + "\n")
+    with pytest.raises(DataError) as err:
+        load_file(path, "musique")
+    assert str(err.value) == f"{path}: records 0 and 2 share the id '2hop__1_2'"
+
+
+def test_sentence_index_past_the_end_is_kept_with_one_warning_per_file():
+    path = FIXTURES / "sent_id_past_end.jsonl"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # count every warning, not just the first per location
+        questions = load_file(path, "hotpotqa")
+    assert [str(w.message) for w in caught] == [
+        f"{path}: 2 supporting fact(s) point past the end of their paragraph; "
+        "kept as given (the official scorers compare (title, sentence) pairs)"
+    ]
+    assert caught[0].category is DataWarning
+    # Every record loads, each fact exactly as the file gives it.
+    assert _ids(questions) == ["ok-1", "past-2", "past-3"]
+    assert [q.supporting_facts for q in questions] == [(("T", 0),), (("T", 0), ("U", 5)), (("T", 2),)]
+
+
+def test_clean_files_load_without_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name, dataset in [("hotpot_hf.jsonl", "hotpotqa"), ("hotpot_original.json", "hotpotqa"),
+                              ("2wiki_dev.json", "2wiki"), ("2wiki_flashrag.jsonl", "2wiki"),
+                              ("musique.jsonl", "musique"), ("musique_list.json", "musique")]:
+            load_file(FIXTURES / name, dataset)

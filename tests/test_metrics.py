@@ -6,32 +6,56 @@ import pytest
 
 from eir_dspy.paragraphs import Paragraph
 from eval.metrics import (
+    PARTIAL_SCORE_KEYS,
     SCORE_KEYS,
     aggregate,
+    aggregate_defined,
     exact_match,
+    f1_precision_recall,
     max_over_answers,
     normalize_answer,
     score_question,
-    support_f1,
+    squad_f1,
+    support_scores,
     token_f1,
 )
 from eval.schema import Question
+from eval.summary import format_table, summarize
+
+POOL = (Paragraph("A", ("a0", " a1"), 0), Paragraph("B", ("b0", " b1"), 1), Paragraph("C", ("c0",), 2))
 
 
-def _hotpot(answer="Varn", aliases=()):
+def _hotpot(answer="Varn", aliases=(), facts=(("A", 0), ("B", 1))):
     return Question(
         id="h", question="Q?", answer=answer, aliases=aliases, type="bridge",
-        paragraphs=(Paragraph("A", ("a0", " a1"), 0), Paragraph("B", ("b0", " b1"), 1), Paragraph("C", ("c0",), 2)),
-        supporting_facts=(("A", 0), ("B", 1)), dataset="hotpotqa",
+        paragraphs=POOL, supporting_facts=facts, dataset="hotpotqa",
     )
 
 
-def _musique():
+def _2wiki(answer="Rome", aliases=(), facts=(("Polish-Russian War (film)", 1), ("Xawery Żuławski", 2))):
+    pool = (Paragraph("Polish-Russian War (film)", ("p0", " p1"), 0),
+            Paragraph("Xawery Żuławski", ("x0", " x1", " x2"), 1))
     return Question(
-        id="2hop__1_2", question="Q?", answer="1850", aliases=("in 1850",), type="2hop",
-        paragraphs=(Paragraph("X", ("x",), 4), Paragraph("Y", ("y",), 7), Paragraph("Y (2)", ("y2",), 9)),
-        supporting_facts=(), dataset="musique", supporting_paragraphs=(7, 9),
+        id="dev_0", question="Q?", answer=answer, aliases=aliases, type="compositional",
+        paragraphs=pool, supporting_facts=facts, dataset="2wiki",
     )
+
+
+def _musique(answer="1850", aliases=("in 1850",), supporting=(7, 9)):
+    return Question(
+        id="2hop__1_2", question="Q?", answer=answer, aliases=aliases, type="2hop",
+        paragraphs=(Paragraph("X", ("x",), 4), Paragraph("Y", ("y",), 7), Paragraph("Y (2)", ("y2",), 9)),
+        supporting_facts=(), dataset="musique", supporting_paragraphs=supporting,
+    )
+
+
+def _question(dataset, answer, supporting=True):
+    """One question per benchmark with the given answer (no aliases) and gold support or none."""
+    if dataset == "hotpotqa":
+        return _hotpot(answer, facts=(("A", 0),) if supporting else ())
+    if dataset == "2wiki":
+        return _2wiki(answer, facts=(("Xawery Żuławski", 2),) if supporting else ())
+    return _musique(answer, aliases=(), supporting=(7,) if supporting else ())
 
 
 # ---------------------------------------------------------------- normalisation
@@ -85,6 +109,23 @@ def test_token_f1_yes_no_rule():
 def test_empty_prediction_scores_zero():
     assert token_f1("", "cat") == 0.0
     assert token_f1("the", "cat") == 0.0
+    assert squad_f1("", "cat") == 0.0
+    assert squad_f1("cat", "the") == 0.0
+
+
+def test_f1_precision_recall_hand_computed():
+    # "varn city" vs "varn": one common token, P=1/2, R=1, F1=2/3
+    assert f1_precision_recall("the Varn city", "Varn") == pytest.approx((2 / 3, 1 / 2, 1.0))
+    assert f1_precision_recall("no", "no way") == (0.0, 0.0, 0.0)
+    assert f1_precision_recall("", "") == (0.0, 0.0, 0.0)  # no common token, even though EM is 1
+
+
+def test_squad_f1_has_no_yes_no_rule_and_both_empty_agree():
+    assert squad_f1("no", "no way") == pytest.approx(2 / 3)  # P=1, R=1/2
+    assert squad_f1("yes it is", "yes") == pytest.approx(0.5)  # P=1/3, R=1
+    assert squad_f1("", "The") == 1.0
+    assert squad_f1("a an", "") == 1.0
+    assert squad_f1("the cat sat", "cat sat down") == pytest.approx(0.8)
 
 
 def test_max_over_answers():
@@ -95,39 +136,135 @@ def test_max_over_answers():
     assert max_over_answers(exact_match, "x", ()) == 0.0
 
 
+# ---------------------------------------------------------------- per-benchmark answer rules
+
+
+@pytest.mark.parametrize("dataset, f1", [("hotpotqa", 0.0), ("2wiki", 0.0), ("musique", 2 / 3)])
+def test_yes_no_rule_only_for_hotpot_and_2wiki(dataset, f1):
+    # "no" vs "no way" would overlap on one token: P=1, R=1/2, F1=2/3 without the rule.
+    assert score_question(_question(dataset, "no way"), "no", None)["answer_f1"] == pytest.approx(f1)
+    # The rule also applies when the gold is the yes/no: "yes indeed" vs "yes" (P=1/2, R=1).
+    assert score_question(_question(dataset, "yes"), "yes indeed", None)["answer_f1"] == pytest.approx(f1)
+
+
+@pytest.mark.parametrize("dataset, f1", [("hotpotqa", 0.0), ("2wiki", 0.0), ("musique", 1.0)])
+def test_both_empty_answers(dataset, f1):
+    # A gold that normalizes to nothing against an empty prediction: EM everywhere,
+    # F1 only under MuSiQue's SQuAD rule.
+    for prediction in ("", None, "A"):
+        scores = score_question(_question(dataset, "The"), prediction, None)
+        assert (scores["answer_f1"], scores["em"]) == (f1, 1.0)
+    # One side empty is 0 everywhere.
+    scores = score_question(_question(dataset, "Varn"), "", None)
+    assert (scores["answer_f1"], scores["em"]) == (0.0, 0.0)
+
+
+def test_hotpot_uses_no_aliases():
+    q = _hotpot(answer="Rome", aliases=("Roma",))
+    assert score_question(q, "Roma", None)["em"] == 0.0
+    assert score_question(q, "Rome", None)["em"] == 1.0
+
+
+@pytest.mark.parametrize("dataset", ["2wiki", "musique"])
+def test_aliases_are_maxed_for_2wiki_and_musique(dataset):
+    q = _2wiki("Rome", ("Roma", "Rome, Italy")) if dataset == "2wiki" else _musique("Rome", ("Roma", "Rome, Italy"))
+    assert score_question(q, "roma", None)["em"] == 1.0
+    partial = score_question(q, "Italy", None)  # best is "Rome, Italy": P=1, R=1/2
+    assert (partial["answer_f1"], partial["em"]) == (pytest.approx(2 / 3), 0.0)
+
+
+def test_unknown_dataset_is_an_error():
+    q = Question("q", "Q?", "A", (), "t", POOL, (), "squad")
+    with pytest.raises(ValueError, match="no scoring rules for dataset 'squad'"):
+        score_question(q, "A", None)
+
+
 # ---------------------------------------------------------------- support
 
 
-def test_support_f1_hand_computed():
+def test_support_scores_hand_computed():
     gold = [("A", 0), ("B", 1)]
     # 1 of 3 predicted is right, 1 of 2 gold found: P=1/3, R=1/2, F1=0.4
-    assert support_f1([("A", 0), ("A", 1), ("C", 0)], gold) == pytest.approx(0.4)
-    assert support_f1([("A", 0), ("B", 1)], gold) == 1.0
-    assert support_f1([("A", 0), ("A", 0)], gold) == pytest.approx(2 / 3)  # a set: duplicates count once
-    assert support_f1([("C", 0)], gold) == 0.0
-    assert support_f1([], gold) == 0.0
-    assert support_f1([], []) == 0.0
-    assert support_f1([("A", 0)], []) == 0.0
+    assert support_scores([("A", 0), ("A", 1), ("C", 0)], gold) == pytest.approx((1 / 3, 1 / 2, 0.4, 0.0))
+    assert support_scores([("A", 0), ("B", 1)], gold) == (1.0, 1.0, 1.0, 1.0)
+    assert support_scores([("C", 0)], gold) == (0.0, 0.0, 0.0, 0.0)
+    assert support_scores([], gold) == (0.0, 0.0, 0.0, 0.0)
+    assert support_scores([("A", 0)], []) == (0.0, 0.0, 0.0, 0.0)
+    assert support_scores([], []) == (0.0, 0.0, 0.0, 1.0)  # EM without F1
 
 
 def test_score_question_hotpot():
     scores = score_question(_hotpot(), "the Varn", [("A", 0), ("C", 0)])
-    assert scores == {"answer_f1": 1.0, "em": 1.0, "support_f1": pytest.approx(0.5)}
+    # Support P=1/2, R=1/2; joint P = 1 * 1/2, joint R = 1 * 1/2, so joint F1 = 1/2.
+    assert scores == {"answer_f1": 1.0, "em": 1.0, "support_f1": pytest.approx(0.5), "sp_em": 0.0,
+                      "joint_em": 0.0, "joint_f1": pytest.approx(0.5)}
 
 
-def test_score_question_uses_aliases():
-    q = _hotpot(answer="Rome", aliases=("Roma", "Rome, Italy"))
-    scores = score_question(q, "Rome Italy", [("A", 0), ("B", 1)])
-    assert scores == {"answer_f1": 1.0, "em": 1.0, "support_f1": 1.0}
-    partial = score_question(q, "Italy", None)
-    assert partial == {"answer_f1": pytest.approx(2 / 3), "em": 0.0, "support_f1": 0.0}
+def test_hotpot_sp_em_and_joint_hand_computed():
+    # Answer "Varn city" vs "Varn": P=1/2, R=1, F1=2/3, EM 0.
+    # Support {A0, B1, C0} vs {A0, B1}: tp 2, fp 1, fn 0 -> P=2/3, R=1, F1=0.8, EM 0.
+    # Joint P = 1/2 * 2/3 = 1/3, joint R = 1 * 1 = 1, joint F1 = 2(1/3)(1)/(4/3) = 1/2
+    # (not F1 * support F1 = 0.533).
+    scores = score_question(_hotpot(), "Varn city", [("A", 0), ("B", 1), ("C", 0)])
+    assert scores == pytest.approx({"answer_f1": 2 / 3, "em": 0.0, "support_f1": 0.8, "sp_em": 0.0,
+                                    "joint_em": 0.0, "joint_f1": 0.5})
+    perfect = score_question(_hotpot(), "Varn", [("B", 1), ("A", 0), ("A", 0)])  # a repeat counts once
+    assert perfect == {"answer_f1": 1.0, "em": 1.0, "support_f1": 1.0, "sp_em": 1.0, "joint_em": 1.0, "joint_f1": 1.0}
+    # Right answer, one fact missing: support P=1, R=1/2; joint P=1, R=1/2, F1=2/3; no joint EM.
+    half = score_question(_hotpot(), "Varn", [("A", 0)])
+    assert half == pytest.approx({"answer_f1": 1.0, "em": 1.0, "support_f1": 2 / 3, "sp_em": 0.0,
+                                  "joint_em": 0.0, "joint_f1": 2 / 3})
+    # A wrong answer zeroes the joint scores whatever the support.
+    wrong = score_question(_hotpot(), "Mordia", [("A", 0), ("B", 1)])
+    assert (wrong["sp_em"], wrong["joint_em"], wrong["joint_f1"]) == (1.0, 0.0, 0.0)
 
 
-@pytest.mark.parametrize("prediction", [None, "", "   "])
-def test_score_question_missing_prediction(prediction):
-    assert score_question(_hotpot(), prediction, None) == {"answer_f1": 0.0, "em": 0.0, "support_f1": 0.0}
-    # Support is scored on its own: citations still count.
-    assert score_question(_hotpot(), prediction, [("A", 0), ("B", 1)])["support_f1"] == 1.0
+def test_hotpot_titles_are_case_sensitive():
+    scores = score_question(_hotpot(), "Varn", [("a", 0), ("B", 1)])  # P=1/2, R=1/2
+    assert (scores["support_f1"], scores["sp_em"]) == (pytest.approx(0.5), 0.0)
+
+
+@pytest.mark.parametrize("dataset, f1, em", [("hotpotqa", 0.0, 1.0), ("2wiki", 0.0, 1.0), ("musique", 1.0, 1.0)])
+def test_both_empty_support(dataset, f1, em):
+    # HotpotQA and 2Wiki give EM without F1; MuSiQue's metrics/support.py sets both to 1.
+    scores = score_question(_question(dataset, "Varn", supporting=False), "Varn", [])
+    assert (scores["support_f1"], scores["sp_em"]) == (f1, em)
+    if dataset == "hotpotqa":  # answer P=R=1 but support P=R=0: joint EM 1, joint F1 0
+        assert (scores["joint_em"], scores["joint_f1"]) == (1.0, 0.0)
+    # Citing something when there is no gold support is simply wrong.
+    cited = [("A", 0)] if dataset == "hotpotqa" else [("Xawery Żuławski", 0)] if dataset == "2wiki" else [("X", 0)]
+    wrong = score_question(_question(dataset, "Varn", supporting=False), "Varn", cited)
+    assert (wrong["support_f1"], wrong["sp_em"]) == (0.0, 0.0)
+
+
+def test_2wiki_titles_compare_lowercased():
+    q = _2wiki()
+    cited = [("Polish-Russian War (Film)", 1), ("xawery żuławski", 2)]
+    scores = score_question(q, "Rome", cited)
+    assert (scores["support_f1"], scores["sp_em"]) == (1.0, 1.0)
+    # The same citations under HotpotQA's rules (exact titles) miss both.
+    hotpot = Question("h", "Q?", "Rome", (), "bridge", q.paragraphs, q.supporting_facts, "hotpotqa")
+    assert score_question(hotpot, "Rome", cited)["support_f1"] == 0.0
+
+
+def test_2wiki_case_duplicates_each_count():
+    # Exact pairs are deduped first, then titles lowercased: the two spellings below stay two
+    # predicted items and both are true positives. tp 2, fp 0, fn 1 (Xawery) -> P = 1,
+    # R = tp/(tp+fn) = 2/3, F1 = 0.8, EM 0.
+    q = _2wiki()
+    cited = [("Polish-Russian War (film)", 1), ("Polish-Russian War (Film)", 1), ("Polish-Russian War (film)", 1)]
+    scores = score_question(q, "Rome", cited)
+    assert (scores["support_f1"], scores["sp_em"]) == (pytest.approx(0.8), 0.0)
+    # With the other fact cited too, tp 3 and fn 0: full marks.
+    full = score_question(q, "Rome", cited + [("Xawery Żuławski", 2)])
+    assert (full["support_f1"], full["sp_em"]) == (1.0, 1.0)
+
+
+def test_no_joint_outside_hotpot():
+    for q in (_2wiki(), _musique()):
+        scores = score_question(q, q.answer, None)
+        assert scores["joint_em"] is None and scores["joint_f1"] is None
+        assert set(scores) == set(SCORE_KEYS) | set(PARTIAL_SCORE_KEYS)
 
 
 def test_score_question_musique_paragraph_level():
@@ -136,10 +273,29 @@ def test_score_question_musique_paragraph_level():
     # two citations of the same paragraph count once.
     scores = score_question(q, "1850", [("Y", 0), ("Y", 3), ("X", 0)])
     # predicted {7, 4} vs gold {7, 9}: P=1/2, R=1/2
-    assert scores == {"answer_f1": 1.0, "em": 1.0, "support_f1": pytest.approx(0.5)}
-    assert score_question(q, "in 1850", [("Y", 0), ("Y (2)", 0)])["support_f1"] == 1.0
-    # A title outside the pool is a wrong prediction, not silently dropped: P=1/2, R=1/2.
-    assert score_question(q, "1850", [("Y", 0), ("Nowhere", 0)])["support_f1"] == pytest.approx(0.5)
+    assert (scores["answer_f1"], scores["em"], scores["sp_em"]) == (1.0, 1.0, 0.0)
+    assert scores["support_f1"] == pytest.approx(0.5)
+    assert score_question(q, "in 1850", [("Y", 0), ("Y (2)", 0)])["sp_em"] == 1.0
+
+
+def test_musique_title_outside_the_pool_stays_a_wrong_prediction():
+    q = _musique()
+    # {7, "Nowhere"} vs {7, 9}: P=1/2, R=1/2 (dropping it would give P=1, F1=2/3).
+    scores = score_question(q, "1850", [("Y", 0), ("Nowhere", 0)])
+    assert (scores["support_f1"], scores["sp_em"]) == (pytest.approx(0.5), 0.0)
+    # A pool title in another case is not the pool title: the mapping is exact.
+    assert score_question(q, "1850", [("y", 0), ("Y (2)", 0)])["support_f1"] == pytest.approx(0.5)
+    # Two different unknown titles are two wrong predictions: P=2/4, R=2/2, F1=2/3.
+    both = score_question(q, "1850", [("Y", 0), ("Y (2)", 0), ("Nowhere", 0), ("Elsewhere", 1)])
+    assert both["support_f1"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.parametrize("prediction", [None, "", "   "])
+def test_score_question_missing_prediction(prediction):
+    scores = score_question(_hotpot(), prediction, None)
+    assert (scores["answer_f1"], scores["em"], scores["support_f1"], scores["joint_f1"]) == (0.0, 0.0, 0.0, 0.0)
+    # Support is scored on its own: citations still count.
+    assert score_question(_hotpot(), prediction, [("A", 0), ("B", 1)])["support_f1"] == 1.0
 
 
 # ---------------------------------------------------------------- aggregate
@@ -158,3 +314,34 @@ def test_aggregate_is_a_0_to_100_mean_over_all_questions():
     assert aggregate(scores, ["em"]) == {"em": pytest.approx(25.0)}
     assert aggregate(scores) == aggregate(scores, SCORE_KEYS)
     assert aggregate([], ["em"]) == {"em": 0.0}
+
+
+def test_aggregate_defined_averages_where_defined_and_omits_the_rest():
+    scores = [
+        {"sp_em": 1.0, "joint_em": 1.0, "joint_f1": 0.5},
+        {"sp_em": 0.0, "joint_em": None, "joint_f1": None},
+        {"sp_em": 0.0},  # a record written before these keys existed
+        {},
+    ]
+    assert aggregate_defined(scores) == {"sp_em": pytest.approx(100 / 3), "joint_em": 100.0, "joint_f1": 50.0}
+    assert aggregate_defined(scores[1:]) == {"sp_em": 0.0}
+    assert aggregate_defined([]) == {}
+
+
+def _record(scores: dict) -> dict:
+    return {**scores, "calls": 1, "prompt_tokens": 1, "completion_tokens": 1, "cost_usd": None, "cache_hits": 0,
+            "seconds": 1.0, "turns": 1, "rejected_actions": 0, "reads": 1, "searches": 0, "gold_read_share": 1.0,
+            "forced_end": False, "error": None}
+
+
+def test_summarize_reports_sp_em_and_joint_only_where_defined():
+    hotpot = [_record(score_question(_hotpot(), "Varn", [("A", 0), ("B", 1)])),
+              _record(score_question(_hotpot(), "Varn city", [("A", 0), ("B", 1), ("C", 0)]))]
+    metrics = summarize(hotpot)
+    assert (metrics["answer_f1"], metrics["sp_em"], metrics["joint_em"], metrics["joint_f1"]) == pytest.approx(
+        (100 * (1 + 2 / 3) / 2, 50.0, 50.0, 75.0))
+    musique = summarize([_record(score_question(_musique(), "1850", [("Y", 0), ("Y (2)", 0)]))])
+    assert musique["sp_em"] == 100.0 and "joint_em" not in musique and "joint_f1" not in musique
+    table = format_table(musique, "eir/musique").splitlines()
+    cells = dict(zip(map(str.strip, table[0].split("|")), map(str.strip, table[2].split("|"))))
+    assert (cells["Support EM"], cells["Joint EM"], cells["Joint F1"]) == ("100.0", "-", "-")
