@@ -16,31 +16,21 @@ Per-question scores are on a 0..1 scale; `aggregate` reports means on a 0..100 s
 
 from __future__ import annotations
 
-import re
-import string
 from collections import Counter
 from typing import Callable, Hashable, Iterable, Sequence
 
+from eir_dspy.answer_text import normalize_answer
 from eval.schema import Question
+
+__all__ = ["normalize_answer", "exact_match", "max_over_answers", "score_question", "aggregate", "aggregate_defined"]
 
 SCORE_KEYS = ("answer_f1", "em", "support_f1")
 # Not defined for every question (joint is HotpotQA-only; records written before sp_em lack
 # it), so these are averaged over the questions that have them.
 PARTIAL_SCORE_KEYS = ("sp_em", "joint_em", "joint_f1")
 
-_PUNCTUATION = frozenset(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
 # HotpotQA and 2Wiki: a yes/no/noanswer answer (predicted or gold) earns no partial credit.
 _SPECIAL = frozenset({"yes", "no", "noanswer"})
-
-
-def normalize_answer(s: str) -> str:
-    """Lowercase, drop punctuation, drop the articles a/an/the, collapse whitespace
-    (in that order, as every one of the three official scripts does)."""
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in _PUNCTUATION)
-    s = _ARTICLES.sub(" ", s)
-    return " ".join(s.split())
 
 
 def exact_match(prediction: str, gold: str) -> float:

@@ -17,7 +17,7 @@ from eir_dspy.corpus_environment import normalize_id
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
 from eir_dspy.paragraphs import Paragraph
-from eval.metrics import normalize_answer
+from eir_dspy.answer_text import normalize_answer
 from programs.direct import (DirectPolicy, action_config, episode_answer, episode_trajectory, submit_problem,
                              to_action)
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
