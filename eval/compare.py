@@ -23,7 +23,7 @@ from eval.error_analysis import Availability, availability_table, evidence_avail
 from eval.logged_runs import LoggedRun, SelectionError, select_runs
 from eval.plots import evidence_bars, f1_vs_calls
 from eval.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from eval.tables import comparison_details, comparisons_csv, table1, table9
+from eval.tables import comparison_details, comparisons_csv, support_table, table1, table9
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -51,6 +51,7 @@ def report(grid: Grid, availability: list[Availability]) -> dict[str, str]:
         "table1.md": f"# Table 1: {grid.reference} against the baselines\n\n{table1(grid)}\n",
         "statistics.md": f"# Paired statistics\n\n{comparison_details(grid)}\n",
         "table9.md": f"# Table 9: averages over datasets and LMs\n\n{table9(grid)}\n",
+        "support.md": f"# Supporting facts and joint scores\n\n{support_table(grid)}\n",
         "evidence_availability.md": f"# Evidence availability of errors\n\n{availability_table(availability)}\n",
         "comparisons.csv": comparisons_csv(grid),
     }
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
     grid.notes[:0] = notes
     availability = [evidence_availability(grid.runs[k]) for k in sorted(grid.runs)]
     files = report(grid, availability)
-    for name in ("table1.md", "statistics.md", "table9.md", "evidence_availability.md"):
+    for name in ("table1.md", "statistics.md", "table9.md", "support.md", "evidence_availability.md"):
         print(files[name])
     for a, b in diffs:
         print(question_diff(a, b) + "\n")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from statistics import mean
 
 from eval.logged_runs import LoggedRun, SelectionError
+from eval.metrics import aggregate_defined
 from eval.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Adjusted, Bootstrap, McNemar, holm, mcnemar_exact, \
     paired_bootstrap
 
@@ -145,6 +146,7 @@ def run_means(run: LoggedRun) -> dict[str, float]:
         "answer_f1": 100 * mean(r["answer_f1"] for r in records),
         "em": 100 * mean(r["em"] for r in records),
         "support_f1": 100 * mean(r["support_f1"] for r in records),
+        **aggregate_defined(records),  # sp_em; joint_em, joint_f1 (HotpotQA); absent in older records
         "calls": mean(r["calls"] for r in records),
         "tokens": mean(r["prompt_tokens"] + r["completion_tokens"] for r in records),
         "cost_usd": mean(costs) if all(c is not None for c in costs) else float("nan"),

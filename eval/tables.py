@@ -86,6 +86,22 @@ def table9(grid: Grid) -> str:
     return markdown(head, rows) + "\n\n" + note
 
 
+def support_table(grid: Grid) -> str:
+    """Per run, the supporting-fact and joint scores the official scorers also report."""
+    keys = [("support_f1", "Support F1"), ("sp_em", "Support EM"), ("joint_em", "Joint EM"), ("joint_f1", "Joint F1")]
+    rows = []
+    for column in grid.columns:
+        for method in grid.methods:
+            run = grid.run(method, column)
+            if run is not None:
+                m = run_means(run)
+                rows.append([column_name(column), method, str(len(run.records)),
+                             *(f"{m[k]:.1f}" if k in m else "–" for k, _ in keys)])
+    note = ("Means over each run's questions (0-100). Joint EM/F1 are HotpotQA's (answer x support); "
+            "2Wiki's official joint also needs evidence triples and MuSiQue has none, so they are '–' there.")
+    return markdown(["column", "method", "n", *(name for _, name in keys)], rows) + "\n\n" + note
+
+
 def comparisons_csv(grid: Grid) -> str:
     out = io.StringIO()
     w = csv.writer(out)

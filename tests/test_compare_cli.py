@@ -42,7 +42,7 @@ def test_compare_prints_tables_logs_a_comparison_run_and_writes_plots(workdir, m
     assert sorted(json.loads(run.data.tags["eir.compared_runs"])) == sorted(ids.values())
 
     names = {a.path for a in mlflow.MlflowClient().list_artifacts(out["run_id"])}
-    assert {"table1.md", "statistics.md", "table9.md", "evidence_availability.md", "comparisons.csv",
+    assert {"table1.md", "statistics.md", "table9.md", "support.md", "evidence_availability.md", "comparisons.csv",
             "f1_vs_calls.png", "evidence_availability.png", "diff_eir_vs_direct_hotpotqa_local-scripted.md"} <= names
     for png in ("f1_vs_calls.png", "evidence_availability.png"):
         data = (out["out"] / png).read_bytes()

@@ -5,7 +5,7 @@ import pytest
 from eval.comparison import QuestionSetMismatch, compare, place_runs
 from eval.error_analysis import evidence_availability, question_diff
 from eval.logged_runs import LoggedRun, SelectionError
-from eval.tables import comparisons_csv, table1, table9
+from eval.tables import comparisons_csv, support_table, table1, table9
 
 
 def record(qid: str, em: float, f1: float | None = None, calls: int = 2, read_gold: bool = True) -> dict:
@@ -83,6 +83,22 @@ def test_table9_averages_columns_and_gives_ratios_to_the_reference():
     assert rows["eir"][:5] == ["2/2", "75.0", "75.0", "8.00", "880"]
     assert rows["full_pool"][:5] == ["2/2", "50.0", "50.0", "1.00", "110"]
     assert rows["full_pool"][6:] == ["0.67×", "0.12×", "0.12×", "n/a"]  # a local model costs 0: no cost ratio
+
+
+def test_support_table_reports_support_em_and_joint_where_records_have_them():
+    hotpot = run("eir", [1, 0])
+    for r, (sp_em, joint_em, joint_f1) in zip(hotpot.records, [(1.0, 1.0, 0.9), (0.0, 0.0, 0.2)]):
+        r.update(sp_em=sp_em, joint_em=joint_em, joint_f1=joint_f1)
+    musique = run("eir", [1, 1], dataset="musique")
+    for r in musique.records:
+        r.update(sp_em=1.0, joint_em=None, joint_f1=None)
+    old = run("direct", [0, 0])  # records made before sp_em existed
+    rows = {tuple(c.strip() for c in line.split("|")[1:3]): [c.strip() for c in line.split("|")[3:-1]]
+            for line in support_table(compare([hotpot, musique, old], "eir", resamples=100)).splitlines()[2:]
+            if line.startswith("| ")}
+    assert rows[("hotpotqa · m", "eir")] == ["2", "50.0", "50.0", "50.0", "55.0"]
+    assert rows[("musique · m", "eir")] == ["2", "50.0", "100.0", "–", "–"]
+    assert rows[("hotpotqa · m", "direct")] == ["2", "50.0", "–", "–", "–"]
 
 
 def test_csv_has_one_row_per_comparison_with_the_run_ids():
