@@ -162,6 +162,9 @@ def main(argv: list[str] | None = None) -> dict:
     run_id = tracking.start_run(config, resume_id, args.out)
     try:
         records, metrics = run_questions(program, lm, questions, corpus, config, run_id, resume_command(run_id, args))
+    except KeyboardInterrupt:  # Ctrl-C outside the question loop (e.g. while logging the results)
+        tracking.end_run_if_active("KILLED")
+        raise
     except BaseException:
         tracking.end_run_if_active("FAILED")  # a crash; an interrupt or a failing run ended its run already
         raise
