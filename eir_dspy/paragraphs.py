@@ -13,6 +13,12 @@ class Paragraph:
     title: str
     sentences: tuple[str, ...]
     source_index: int
+    source_title: str | None = None  # the benchmark's title, when `title` had to be made unique ("X (2)")
+
+    @property
+    def benchmark_title(self) -> str:
+        """The title as the benchmark file wrote it: what its official scorer compares."""
+        return self.source_title or self.title
 
     @property
     def text(self) -> str:

@@ -353,7 +353,8 @@ def _dedup(triples: Iterable[tuple[str, Any, int]]) -> tuple[tuple[Paragraph, ..
             n += 1
         used.add(unique)
         first.setdefault(title, unique)
-        paragraphs.append(Paragraph(title=unique, sentences=sentences, source_index=source_index))
+        paragraphs.append(Paragraph(title=unique, sentences=sentences, source_index=source_index,
+                                    source_title=title if unique != title else None))
     if not paragraphs:
         raise _RecordError("the context has no paragraphs")
     return tuple(paragraphs), first

@@ -102,6 +102,11 @@ def score_question(
     to its paragraph's `source_index`."""
     prediction = prediction or ""
     cited = [tuple(c) for c in cited or ()]
+    if question.dataset != "musique":
+        # A citation of a repeated title made unique ("X (2)") is written with the file's title
+        # ("X"), as an official prediction file would have it.
+        renamed = {p.title: p.benchmark_title for p in question.paragraphs if p.source_title}
+        cited = [(renamed.get(title, title), *rest) for title, *rest in cited]
     joint_em = joint_f1 = None
     if question.dataset == "hotpotqa":
         # One gold answer: HotpotQA has no aliases.

@@ -92,7 +92,7 @@ def test_musique_jsonl_layout():
     assert q1.paragraphs == (
         Paragraph("Vela", ("Vela is a town.", " It was founded by Dr. Amo Rink in 1820."), 0),
         Paragraph("Amo Rink", ("Amo Rink was a doctor.", " He died in 1850!"), 1),
-        Paragraph("Vela (2)", ("Vela is also a star.",), 2),
+        Paragraph("Vela (2)", ("Vela is also a star.",), 2, source_title="Vela"),
     )
     assert q1.supporting_facts == ()
     assert q1.supporting_paragraphs == (0, 1)

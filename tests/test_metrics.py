@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pytest
 
 from eir_dspy.paragraphs import Paragraph
@@ -345,3 +346,21 @@ def test_summarize_reports_sp_em_and_joint_only_where_defined():
     table = format_table(musique, "eir/musique").splitlines()
     cells = dict(zip(map(str.strip, table[0].split("|")), map(str.strip, table[2].split("|"))))
     assert (cells["Support EM"], cells["Joint EM"], cells["Joint F1"]) == ("100.0", "-", "-")
+
+
+def test_a_repeated_title_is_scored_under_the_files_title(tmp_path):
+    # The loader makes pool titles unique ("X (2)"); an official prediction file would write the
+    # file's title ("X"), so that is what is compared with the supporting facts.
+    from eval.data import load_file
+
+    path = tmp_path / "dup_title.json"
+    path.write_text(json.dumps([{
+        "_id": "d", "question": "Q?", "answer": "a", "type": "bridge", "level": "easy",
+        "context": [["X", ["First X.", " More."]], ["X", ["Second X."]], ["Y", ["Other."]]],
+        "supporting_facts": [["X", 0]],
+    }]))
+    q = load_file(path, "hotpotqa")[0]
+    assert [p.title for p in q.paragraphs] == ["X", "X (2)", "Y"]
+    assert score_question(q, "a", [("X (2)", 0)])["support_f1"] == 1.0  # ("X", 0), as the official file says
+    assert score_question(q, "a", [("X (2)", 1)])["support_f1"] == 0.0
+    assert score_question(q, "a", [("Y", 0)])["support_f1"] == 0.0
