@@ -48,7 +48,11 @@ def build_lm(spec: LMSpec) -> dspy.LM:
         # Greedy local decoding is deterministic, so DSPy's response cache would only hide cost.
         return dspy.LM(spec.name, engine=LlamaEngine(path, n_ctx=spec.n_ctx), cache=False,
                        temperature=spec.temperature, max_tokens=spec.max_tokens)
-    kwargs = {"api_base": spec.api_base} if spec.api_base else {}
+    kwargs = {}
+    if spec.api_base:
+        # LiteLLM sends OpenAI's newer `max_completion_tokens`; llama.cpp's server ignores it and
+        # generates to the end of its context. `max_tokens` in the body is what such servers read.
+        kwargs = {"api_base": spec.api_base, "extra_body": {"max_tokens": spec.max_tokens}}
     return dspy.LM(spec.model, temperature=spec.temperature, max_tokens=spec.max_tokens,
                    num_retries=spec.num_retries, timeout=spec.request_timeout, **kwargs)
 

@@ -255,3 +255,10 @@ def test_resuming_an_orphan_reflexion_first_run_completes_both(workdir, monkeypa
     # Resuming the main run of a finished pair is harmless too.
     run_module.main(["--resume", runs["reflexion_oracle"].info.run_id, "--experiment", "test"])
     assert len(mlflow.search_runs(experiment_names=["test"], output_format="list")) == 2
+
+
+def test_a_served_model_gets_the_token_cap_it_understands(workdir):
+    # llama.cpp's OpenAI-compatible server reads `max_tokens`, not `max_completion_tokens`.
+    with FakeOpenAI(eir_reply) as fake:
+        run_module.main(fake_args(fake, "--limit", "1", "--max-tokens", "321"))
+        assert fake.requests and all(r.get("max_tokens") == 321 for r in fake.requests)
