@@ -133,20 +133,33 @@ def test_a_run_whose_every_question_fails_alike_stops_early_and_ends_failed(work
         with pytest.raises(SystemExit) as failed:
             run_module.main(fake_args(fake))
         asked = len(fake.requests)
+        failed_id = mlflow.search_runs(experiment_names=["test"], output_format="list")[0].info.run_id
+        # The key is fixed: resuming runs the failed questions again, and the rest.
+        fake.fail = None
+        resumed = run_module.main(["--resume", failed_id, "--experiment", "test"])
+        assert resumed["metrics"]["failed_questions"] == 0 and resumed["metrics"]["em"] == 100.0
+        assert len(fake.requests) == asked + 3 * N
+        assert tracking.FAILURE_TAG not in mlflow.get_run(failed_id).data.tags
     message = str(failed.value.code)
     assert message.startswith("error: run ") and "LMAuthError" in message and "Incorrect API key" in message
     assert "--resume" in message
     assert asked == 3  # three questions, one call each (an auth error is not retried), then it stopped
+    assert "api_key" not in json.dumps(mlflow.get_run(failed_id).data.params).lower()
+    assert "sk-fake" not in json.dumps(mlflow.get_run(failed_id).data.tags)
+
+
+def test_a_failed_run_is_skipped_by_comparisons_with_its_reason(workdir):
+    with FakeOpenAI(eir_reply, fail=(404, "The model `fake` does not exist")) as fake:
+        with pytest.raises(SystemExit):
+            run_module.main(fake_args(fake))
     run = mlflow.search_runs(experiment_names=["test"], output_format="list")[0]
-    assert run.info.status == "FAILED" and "Incorrect API key" in run.data.tags[tracking.FAILURE_TAG]
-    assert "api_key" not in json.dumps(run.data.params).lower() and "sk-fake" not in json.dumps(run.data.tags)
+    assert run.info.status == "FAILED" and "does not exist" in run.data.tags[tracking.FAILURE_TAG]
     with pytest.raises(ValueError, match="no finished eval.run runs"):
         select_runs("test")  # a comparison never uses it ...
-    # ... and says why when another run exists
     with FakeOpenAI(eir_reply) as fake:
         run_module.main(fake_args(fake, "--limit", "2"))
-    runs, notes = select_runs("test")
-    assert len(runs) == 1 and any("status FAILED" in n and "Incorrect API key" in n for n in notes)
+    runs, notes = select_runs("test")  # ... and says why it left it out
+    assert len(runs) == 1 and any("status FAILED" in n and "does not exist" in n for n in notes)
 
 
 def test_failure_watch_needs_the_same_error_and_no_success():
