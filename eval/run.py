@@ -221,10 +221,13 @@ def run_questions(program, lm, questions, corpus, config: dict, run_id: str, res
         print(f"\nInterrupted: {len(finished)} of {len(questions)} questions are saved in {results.path}.\n"
               f"Continue with:\n  {resume}", file=sys.stderr)
         raise SystemExit(130)
-    failure = stop.failing or (_all_failed(finished) if len(finished) == len(questions) else None)
-    if failure:
-        message = (f"{len(finished)} of {len(questions)} questions ran and every one failed; the first with: {failure}"
-                   if len(finished) < len(questions) else f"every question failed; the first with: {failure}")
+    if stop.failing:
+        message = f"the {stop.failed} question(s) run failed with the same error and none succeeded: {stop.failing}"
+    elif len(finished) == len(questions) and all(r.get("error") is not None for r in finished):
+        message = f"every question failed; the first with: {finished[0]['error']}"
+    else:
+        message = None
+    if message:
         tracking.mark_failed(message)
         raise SystemExit(f"error: run {run_id} failed: {message}\n"
                          f"Fix the cause, then run it again with: {resume}")
@@ -234,10 +237,6 @@ def run_questions(program, lm, questions, corpus, config: dict, run_id: str, res
     tracking.log_results(records, metrics, str(results.path))
     tracking.end_run_if_active("FINISHED")
     return records, metrics
-
-
-def _all_failed(records: list[dict]) -> str | None:
-    return records[0]["error"] if records and all(r.get("error") is not None for r in records) else None
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ class Stop:
     """Why a run ended before every question was run (both None: it was not stopped)."""
 
     interrupted: bool = False
-    failing: str | None = None  # the error every question so far failed with
+    failing: str | None = None  # the error every question of this part so far failed with
+    failed: int = 0  # how many questions of this part failed with it
 
 
 @dataclass
@@ -120,6 +121,7 @@ def run_all(todo: Iterable, run_one: Callable[[object], dict], keep: Callable[[d
                     continue
                 keep(record)
                 stop.failing = stop.failing or watch.add(record)
+                stop.failed = len(watch.errors)
             fill()
     stop.interrupted = interrupts.requested
     return stop
