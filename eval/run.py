@@ -160,8 +160,10 @@ def main(argv: list[str] | None = None) -> dict:
     config["label"] = tracking.setting_label(getattr(program, "label", config["method"]), config)
 
     run_id = tracking.start_run(config, resume_id, args.out)
+    results = ResultsFile(Path(mlflow.get_run(run_id).data.tags[tracking.RESULTS_TAG]))
     try:
-        records, metrics = run_questions(program, lm, questions, corpus, config, run_id, resume_command(run_id, args))
+        records, metrics = run_questions(program, lm, questions, corpus, config, run_id, results,
+                                         resume_command(run_id, args))
     except KeyboardInterrupt:  # Ctrl-C outside the question loop (e.g. while logging the results)
         tracking.end_run_if_active("KILLED")
         raise
@@ -172,10 +174,10 @@ def main(argv: list[str] | None = None) -> dict:
     print(format_table(metrics, f"{config['label']}/{config['dataset']}"))
     for name in sorted(records[0].get("variants") or {}):
         label = tracking.setting_label(name, config)
-        print(format_table(log_variant(config, run_id, name, records, results_path(run_id), label), f"{label}/{config['dataset']}"))
+        print(format_table(log_variant(config, run_id, name, records, results.path, label), f"{label}/{config['dataset']}"))
     failed = int(metrics["failed_questions"])
     if failed:
-        print(f"{failed} question(s) failed; their errors are in {results_path(run_id)} "
+        print(f"{failed} question(s) failed; their errors are in {results.path} "
               f"(--resume {run_id} runs them again)", file=sys.stderr)
     print(f"\nMLflow run {run_id} in {uri}. Open the UI with:\n  mlflow ui --backend-store-uri {uri}")
     return {"run_id": run_id, "metrics": metrics, "records": records}
@@ -186,14 +188,10 @@ def resume_command(run_id: str, args: argparse.Namespace) -> str:
     return f"python -m eval.run --resume {run_id}{flags}"
 
 
-def results_path(run_id: str) -> Path:
-    return Path(mlflow.get_run(run_id).data.tags[tracking.RESULTS_TAG])
-
-
-def run_questions(program, lm, questions, corpus, config: dict, run_id: str, resume: str) -> tuple[list[dict], dict]:
+def run_questions(program, lm, questions, corpus, config: dict, run_id: str, results: ResultsFile,
+                  resume: str) -> tuple[list[dict], dict]:
     """Run every question not yet done (or that failed with an error), keeping each record as it
     finishes; then score the run. Ends the MLflow run: FINISHED, KILLED (Ctrl-C) or FAILED."""
-    results = ResultsFile(results_path(run_id))
     done = results.load()
     todo = [q for q in questions if q.id not in done or done[q.id].get("error") is not None]
     part_started = time.time()

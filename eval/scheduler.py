@@ -37,7 +37,8 @@ class Stop:
 @dataclass
 class FailureWatch:
     total: int  # questions this part will run
-    errors: list[str] = field(default_factory=list)  # error of each finished question, None if it succeeded
+    errors: list[str] = field(default_factory=list)  # the error of each question that failed
+    types: set[str] = field(default_factory=set)  # their `error_type`s, as eval.execute records them
     succeeded: bool = False
 
     def add(self, record: dict) -> str | None:
@@ -46,16 +47,11 @@ class FailureWatch:
             self.succeeded = True
             return None
         self.errors.append(record["error"])
+        self.types.add(record["error_type"])
         needed = min(FAILING_AFTER, self.total)
-        types = {error_type(e) for e in self.errors}
-        if not self.succeeded and len(self.errors) >= needed and len(types) == 1:
+        if not self.succeeded and len(self.errors) >= needed and len(self.types) == 1:
             return self.errors[0]
         return None
-
-
-def error_type(error: str) -> str:
-    """`AuthenticationError: ...` -> `AuthenticationError`."""
-    return error.split(":", 1)[0].strip()
 
 
 class Interrupts:
