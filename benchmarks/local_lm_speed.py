@@ -13,8 +13,8 @@ import time
 
 from dspy.lm15 import Config, Message, Request
 
-from eir_dspy.llama_engine import LlamaEngine
-from eir_dspy.local_models import DEFAULT_MODEL, model_path
+from eir_dspy.lm.llama_engine import LlamaEngine
+from eir_dspy.lm.local_models import DEFAULT_MODEL, model_path
 
 
 def timed(engine: LlamaEngine, system: str, user: str, max_tokens: int) -> tuple[float, int, int]:

@@ -18,7 +18,9 @@ from dataclasses import asdict, dataclass, field
 import dspy
 from pydantic import BaseModel
 
-# USD per 1M (prompt, completion) tokens. Local models cost nothing.
+# USD per 1M (prompt, completion) tokens: the paper's models, and any registered with
+# `register_price` (eval.run's --price-in/--price-out). Other models are priced from LiteLLM's
+# cost map; a model neither knows costs None (reported as unknown, never as 0). Local models cost nothing.
 PRICES: dict[str, tuple[float, float]] = {
     "openai/gpt-4.1": (2.00, 8.00),
     "openai/gpt-4.1-mini": (0.40, 1.60),
@@ -30,13 +32,27 @@ PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+def register_price(model: str, prompt_per_million: float, completion_per_million: float) -> None:
+    PRICES[model] = (prompt_per_million, completion_per_million)
+
+
 def price_call(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
     if model.startswith("local/"):
         return 0.0
-    if model not in PRICES:
+    rates = PRICES.get(model) or _litellm_rates(model)
+    if rates is None:
         return None
-    p, c = PRICES[model]
+    p, c = rates
     return (prompt_tokens * p + completion_tokens * c) / 1e6
+
+
+def _litellm_rates(model: str) -> tuple[float, float] | None:
+    import litellm
+
+    entry = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
+    if not entry or entry.get("input_cost_per_token") is None or entry.get("output_cost_per_token") is None:
+        return None
+    return entry["input_cost_per_token"] * 1e6, entry["output_cost_per_token"] * 1e6
 
 
 @dataclass
@@ -215,9 +231,9 @@ def _record(role: str, model: str, entry: dict, latency: float, error: str | Non
     # DSPy's history keeps an empty usage dict for a cache hit, but the replayed response
     # still carries the usage of the call that produced it.
     cache_hit = not entry.get("usage") and (prompt + completion) > 0
+    # Not DSPy's entry["cost"]: LiteLLM reports 0.0 for a model it has no prices for once a Router
+    # has registered it, which would turn "unknown" into "free".
     cost = price_call(model, prompt, completion)
-    if cost is None and entry.get("cost") is not None and not cache_hit:
-        cost = float(entry["cost"])
     return CallRecord(role, model, prompt, completion, latency, cache_hit, cost, error, unusable)
 
 

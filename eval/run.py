@@ -19,8 +19,8 @@ import mlflow
 from tqdm import tqdm
 
 from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError
-from eir_dspy.lm import DEFAULT_REQUEST_TIMEOUT, LMSpec, build_lm, supports_grammar
-from eir_dspy.local_models import DEFAULT_MODEL, ModelFetchError
+from eir_dspy.lm import DECODINGS, DEFAULT_REQUEST_TIMEOUT, DecodingAdapter, LMSpec, build_lm, default_decoding
+from eir_dspy.lm.local_models import DEFAULT_MODEL, ModelFetchError
 from eval import tracking
 from eval.data import DATASETS, DataError, load_questions, resolve_data_file
 from eval.corpus import default_index_dir
@@ -47,9 +47,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of the question sample (stable order)")
     p.add_argument("--lm", default=DEFAULT_MODEL, help="a local model key or any DSPy/LiteLLM model string")
     p.add_argument("--lm-path", default=None, help="run any local GGUF file in-process")
-    p.add_argument("--api-base", default=None, help="base URL for an OpenAI-compatible server")
+    p.add_argument("--api-base", nargs="+", default=None, metavar="URL",
+                   help="base URL of an OpenAI-compatible server; several URLs serving the same model: requests "
+                        "are spread over them by LiteLLM's Router (set concurrency with --threads)")
+    p.add_argument("--price-in", type=float, default=None, metavar="USD",
+                   help="dollars per million prompt tokens, for a model LiteLLM cannot price")
+    p.add_argument("--price-out", type=float, default=None, metavar="USD",
+                   help="dollars per million completion tokens, for a model LiteLLM cannot price")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--max-tokens", type=_positive, default=2048)
+    p.add_argument("--decoding", default=None, choices=DECODINGS,
+                   help="strict: per-call grammars (enums of real titles, caps); schema: the signature's JSON schema "
+                        "only; free: no grammar, JSON by prompt (default: schema for the embedded model; for an API "
+                        "model schema where it takes one, else free). README: Decoding")
     p.add_argument("--budget", type=_positive, default=6, help="H: paragraph reads per question")
     p.add_argument("--verifier-temperature", type=float, default=None,
                    help="ssr: temperature of the verifier votes (default 0.7 in the pool, 0.0 in the corpus)")
@@ -136,8 +146,8 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit(f"error: {exc}") from None
         config = {"method": args.method, "dataset": args.dataset, "data_file": data_file and str(data_file), "n": args.limit,
                   "seed": args.seed, "lm_model": args.lm,
-                  "lm_path": args.lm_path, "api_base": args.api_base, "temperature": args.temperature,
-                  "max_tokens": args.max_tokens, "request_timeout": args.request_timeout, "budget": args.budget,
+                  "lm_path": args.lm_path, "api_base": args.api_base, "price_in": args.price_in, "price_out": args.price_out, "temperature": args.temperature,
+                  "max_tokens": args.max_tokens, "decoding": args.decoding, "request_timeout": args.request_timeout, "budget": args.budget,
                   "threads": args.threads, "options": method_options(args), "setting": args.setting, "index": args.index}
     try:
         questions = load_questions(config["dataset"], config["data_file"], limit=config["n"], seed=config["seed"])
@@ -145,15 +155,19 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(f"error: {exc}") from None
     corpus = open_corpus(config, args.out) if config.get("setting") == "corpus" else None
     spec = LMSpec(config["lm_model"], config["lm_path"], config["api_base"], config["temperature"], config["max_tokens"],
-                  request_timeout=config.get("request_timeout", DEFAULT_REQUEST_TIMEOUT))
+                  request_timeout=config.get("request_timeout", DEFAULT_REQUEST_TIMEOUT),
+                  price_in=config.get("price_in"), price_out=config.get("price_out"))
     try:
         lm = build_lm(spec)
     except (FileNotFoundError, ModelFetchError) as exc:
         raise SystemExit(f"error: {exc}") from None
     config["lm"] = lm.model  # the model string actually called (and priced)
-    config["constrained"] = supports_grammar(lm)
+    config["default_decoding"] = default_decoding(lm, spec.is_local)
+    if "decoding" not in config:  # a run saved before --decoding existed: the embedded model was strict
+        config["decoding"] = "strict" if spec.is_local else None
+    config["decoding"] = config["decoding"] or config["default_decoding"]
     config["n"] = len(questions)
-    dspy.configure(lm=lm, adapter=dspy.JSONAdapter())
+    dspy.configure(lm=lm, adapter=DecodingAdapter(config["decoding"]))
     if args.trace:
         mlflow.dspy.autolog()
     program = METHODS[config["method"]](budget=config["budget"], **config.get("options", {}))

@@ -34,8 +34,32 @@ def summarize(records: list[dict]) -> dict[str, float]:
         "failed_questions": float(sum(r["error"] is not None for r in records)),
         "cache_hit_calls": float(sum(r["cache_hits"] for r in records)),
         **citations_outside_evidence(records),
+        **behaviour(records),
         "n": float(n),
     }
+
+
+def behaviour(records: list[dict]) -> dict[str, float]:
+    """How the agent acted, beyond its score: rejected turns by cause (share of all turns), submits
+    made while reads were left, and for EIR how it used its two lists. A key is left out when no
+    record has what it needs (older records, or a method without lists)."""
+    out: dict[str, float] = {}
+    turns = sum(r["turns"] for r in records)
+    causes = {c for r in records for c in (r.get("rejections_by_cause") or {})}
+    for cause in sorted(causes):
+        out[f"rejected_{cause}_rate"] = sum((r.get("rejections_by_cause") or {}).get(cause, 0) for r in records) / turns
+    early = [r["submitted_before_budget"] for r in records if r.get("submitted_before_budget") is not None]
+    if early:
+        out["submitted_before_budget"] = 100 * mean(early)
+    lists = [r["trajectory"] for r in records if isinstance(r.get("trajectory"), dict) and "list_updates" in r["trajectory"]]
+    if lists:
+        out["list_entries_per_question"] = mean(len(t["requirements"]) + len(t["conclusions"]) for t in lists)
+        out["requirements_per_question"] = mean(len(t["requirements"]) for t in lists)
+        out["conclusions_per_question"] = mean(len(t["conclusions"]) for t in lists)
+        # Conclusions are kept only when every citation names a sentence read, so any kept one is valid.
+        out["lists_used"] = 100 * mean(1.0 if t["requirements"] and t["conclusions"] else 0.0 for t in lists)
+        out["list_updates_discarded_per_question"] = mean(t["list_updates"]["discarded"] for t in lists)
+    return out
 
 
 def citations_outside_evidence(records: list[dict]) -> dict[str, float]:
@@ -65,9 +89,30 @@ TABLE_KEYS = [
 ]
 
 
-def format_table(metrics: dict[str, float], label: str) -> str:
-    head = ["run"] + [name for _, name, _ in TABLE_KEYS]
-    row = [label] + [fmt.format(metrics[k]) if k in metrics else "-" for k, _, fmt in TABLE_KEYS]
+# `python -m eval.summary --behaviour`: how the agent acted (README, "Decoding").
+BEHAVIOUR_KEYS = [
+    ("answer_f1", "Answer F1", "{:.1f}"),
+    ("em", "EM", "{:.1f}"),
+    ("support_f1", "Support F1", "{:.1f}"),
+    ("rejected_action_rate", "rejected", "{:.3f}"),
+    ("rejected_not_json_rate", "not JSON", "{:.3f}"),
+    ("rejected_missing_field_rate", "missing field", "{:.3f}"),
+    ("rejected_wrong_type_rate", "wrong type", "{:.3f}"),
+    ("rejected_invalid_action_rate", "invalid action", "{:.3f}"),
+    ("forced_end_rate", "forced end", "{:.2f}"),
+    ("submitted_before_budget", "early submit %", "{:.0f}"),
+    ("list_entries_per_question", "list entries/q", "{:.1f}"),
+    ("lists_used", "req+concl %", "{:.0f}"),
+    ("list_updates_discarded_per_question", "discarded/q", "{:.1f}"),
+    ("tokens_per_question", "tokens/q", "{:.0f}"),
+    ("completion_tokens_per_question", "out tokens/q", "{:.0f}"),
+    ("seconds_per_question", "s/q", "{:.1f}"),
+]
+
+
+def format_table(metrics: dict[str, float], label: str, keys=TABLE_KEYS) -> str:
+    head = ["run"] + [name for _, name, _ in keys]
+    row = [label] + [fmt.format(metrics[k]) if k in metrics else "-" for k, _, fmt in keys]
     widths = [max(len(a), len(b)) for a, b in zip(head, row)]
     line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
     return "\n".join([line(head), "-+-".join("-" * w for w in widths), line(row)])
@@ -82,12 +127,14 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m eval.summary", description=main.__doc__.splitlines()[0])
     p.add_argument("results", nargs="+")
     p.add_argument("--common", action="store_true")
+    p.add_argument("--behaviour", action="store_true", help="rejections by cause, submits, list use, tokens")
     args = p.parse_args(argv)
     runs = {f: {r["id"]: r for r in map(json.loads, open(f, encoding="utf-8"))} for f in args.results}
     keep = set.intersection(*(set(r) for r in runs.values())) if args.common else None
     for f, records in runs.items():
         chosen = [r for i, r in records.items() if keep is None or i in keep]
-        print(format_table({**summarize(chosen)}, f"{f} (n={len(chosen)})"), end="\n\n")
+        keys = BEHAVIOUR_KEYS if args.behaviour else TABLE_KEYS
+        print(format_table(summarize(chosen), f"{f} (n={len(chosen)})", keys), end="\n\n")
 
 
 if __name__ == "__main__":

@@ -45,8 +45,13 @@ def run_name(config: dict) -> str:
 
 
 def setting_label(name: str, config: dict) -> str:
-    """Corpus-setting runs carry the setting in their method name, so comparisons never mix the two."""
-    return f"{name}_corpus" if config.get("setting") == "corpus" else name
+    """Corpus-setting runs carry the setting in their method name, and runs decoded other than the
+    LM's default carry the decoding, so comparisons never mix conditions."""
+    label = f"{name}_corpus" if config.get("setting") == "corpus" else name
+    decoding = config.get("decoding")
+    if decoding and decoding != config.get("default_decoding", decoding):
+        label += f" decoding={decoding}"
+    return label
 
 
 def log_config(config: dict) -> None:
@@ -56,7 +61,9 @@ def log_config(config: dict) -> None:
         "lm": config["lm"], "temperature": config["temperature"], "max_tokens": config["max_tokens"],
         "request_timeout": config.get("request_timeout"),
         "H": config["budget"], "data_file": config["data_file"], "threads": config["threads"],
-        "adapter": "JSONAdapter", "constrained_decoding": config["constrained"], **config.get("options", {}),
+        "adapter": "JSONAdapter", "decoding": config.get("decoding"),
+        "endpoints": len(config["api_base"]) if isinstance(config.get("api_base"), list) else int(bool(config.get("api_base"))),
+        "price_in": config.get("price_in"), "price_out": config.get("price_out"), **config.get("options", {}),
         "setting": config.get("setting", "pool"), "index": config.get("index"),
     })
     mlflow.set_tags({CONFIG_TAG: json.dumps(config), "method": method_label(config), "dataset": config["dataset"],

@@ -21,6 +21,7 @@ class EIRPolicy:
     def __init__(self, predict: dspy.Predict) -> None:
         self.predict = predict
         self.lists = AgentLists()
+        self.updates = {"applied": 0, "discarded": 0}  # turns whose non-empty list updates were kept / thrown out
 
     def view(self, episode: Episode) -> tuple[dict, dict]:
         """What the agent sees of its environment, and the grammar of its turn output."""
@@ -53,6 +54,8 @@ class EIRPolicy:
         # Citations are checked against evidence read BEFORE this turn's action executes.
         requirement_updates, conclusion_updates = proposal.payload
         problems = self.lists.apply(requirement_updates, conclusion_updates, episode.evidence)
+        if requirement_updates or conclusion_updates:
+            self.updates["discarded" if problems else "applied"] += 1
         if problems:
             return ["Your list updates were discarded (all of them): " + "; ".join(problems)]
         return []
@@ -79,6 +82,7 @@ class EIR(dspy.Module):
             citations=final.citations,
             episode=episode,
             trajectory={"turns": [t.__dict__ for t in episode.turns], **policy.lists.snapshot(),
+                        "list_updates": dict(policy.updates),
                         "submitted": episode.submitted.answer if episode.submitted else None,
                         "forced_end": episode.forced_end, "final_parsed": final.parsed},
         )

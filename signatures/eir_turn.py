@@ -31,10 +31,12 @@ class EIRTurn(dspy.Signature):
     Add an entry with id null; revise one by its existing id.
     Action: read the unread paragraph most likely to hold an open requirement, or submit once the conclusions answer the question."""
 
+    # Stable parts first: the question never changes, the lists only when updated, the titles
+    # with every read, the last result every turn; the engine reuses the cached prefix.
     question: str = dspy.InputField()
-    unread_titles: str = dspy.InputField(desc="paragraphs you can still read")
     requirements: str = dspy.InputField()
     conclusions: str = dspy.InputField()
+    unread_titles: str = dspy.InputField(desc="paragraphs you can still read")
     last_result: str = dspy.InputField(desc="the paragraph just read, or why the last turn was rejected")
     requirement_updates: list[RequirementUpdate] = dspy.OutputField()
     conclusion_updates: list[ConclusionUpdate] = dspy.OutputField()

@@ -1,11 +1,13 @@
-"""JSON schemas for constrained decoding on the local model, built per call from the live state.
+"""JSON schemas for `--decoding strict`, built per call from the live state.
 
 They mirror the signatures' output fields (what JSONAdapter parses) but narrow them: titles
 become enums of the titles that are really there, lists and strings get small caps so a
-1.5B model cannot ramble. API models get the plain signature instead.
+1.5B model cannot ramble. The other modes never see them (eir_dspy/lm/decoding.py).
 """
 
 from __future__ import annotations
+
+from eir_dspy.lm.decoding import strict_grammar
 
 _TEXT = {"type": "string", "maxLength": 200}
 _ID = {"anyOf": [{"type": "string", "maxLength": 8}, {"type": "null"}]}
@@ -92,15 +94,12 @@ def final_answer_schema(read_titles: list[str]) -> dict:
 
 
 def grammar_config(name: str, build_schema) -> dict:
-    """LM kwargs that constrain decoding to `build_schema()` on an engine that enforces grammars, else none.
+    """LM kwargs that constrain decoding to `build_schema()` under `--decoding strict`, else none
+    (the adapter then sends the signature's schema, or nothing: eir_dspy/lm/decoding.py).
 
-    The schema is built only when it will be used (API models get the plain signature).
+    The schema is built only when it will be used.
     """
-    import dspy
-
-    from eir_dspy.lm import supports_grammar
-
-    return response_format(name, build_schema()) if supports_grammar(dspy.settings.lm) else {}
+    return response_format(name, build_schema()) if strict_grammar() else {}
 
 
 def response_format(name: str, schema: dict) -> dict:

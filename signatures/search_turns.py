@@ -28,10 +28,10 @@ class CitingSearchAction(SearchAction):
 
 
 class EIRSearchTurn(dspy.Signature):
-    question: str = dspy.InputField()
-    search_results: str = dspy.InputField(desc="paragraphs your searches found, as id | title")
+    question: str = dspy.InputField()  # stable parts first, as in EIRTurn
     requirements: str = dspy.InputField()
     conclusions: str = dspy.InputField()
+    search_results: str = dspy.InputField(desc="paragraphs your searches found, as id | title")
     last_result: str = dspy.InputField(desc="what your last action returned, or why it was rejected")
     requirement_updates: list[RequirementUpdate] = dspy.OutputField()
     conclusion_updates: list[ConclusionUpdate] = dspy.OutputField()

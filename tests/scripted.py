@@ -15,13 +15,12 @@ from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 
 class ScriptedEngine:
-    def __init__(self, replies, constrained: bool = False):
+    def __init__(self, replies):
         # A list is consumed in order; a callable answers every prompt.
         self.replies = replies if callable(replies) else list(replies)
         self.prompts: list[str] = []
         self.formats: list[dict | None] = []
         self.configs: list = []  # each request's lm15 Config (temperature, seed, ...)
-        self.constrained_decoding = constrained
         self._lock = threading.Lock()
 
     def complete(self, request) -> Response:
@@ -50,17 +49,19 @@ class ScriptedEngine:
         pass
 
 
-def scripted_lm(replies, constrained: bool = False, cache: bool = False, model: str = "local/scripted") -> dspy.LM:
-    return dspy.LM(model, engine=ScriptedEngine(replies, constrained), cache=cache, temperature=0.0, max_tokens=512)
+def scripted_lm(replies, cache: bool = False, model: str = "local/scripted") -> dspy.LM:
+    return dspy.LM(model, engine=ScriptedEngine(replies), cache=cache, temperature=0.0, max_tokens=512)
 
 
-def run_program(program, question, paragraphs, replies, constrained: bool = False):
-    """Run a method on a scripted LM with the project's adapter; returns (prediction, ledger, engine)."""
+def run_program(program, question, paragraphs, replies, decoding: str = "free"):
+    """Run a method on a scripted LM with the project's adapter in one decoding mode;
+    returns (prediction, ledger, engine)."""
     from eir_dspy.accounting import Ledger, recording
+    from eir_dspy.lm import DecodingAdapter
 
-    lm = scripted_lm(replies, constrained=constrained)
+    lm = scripted_lm(replies)
     ledger = Ledger()
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), recording(ledger):
+    with dspy.context(lm=lm, adapter=DecodingAdapter(decoding)), recording(ledger):
         pred = program(question=question, paragraphs=paragraphs)
     return pred, ledger, lm.engine
 

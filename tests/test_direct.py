@@ -5,8 +5,8 @@ from tests.test_eir import POOL, Q
 BAND = "Tinted Windows (band)"
 
 
-def run(replies, budget=6, constrained=False):
-    return run_program(Direct(budget=budget), Q, POOL, replies, constrained)
+def run(replies, budget=6, decoding="free"):
+    return run_program(Direct(budget=budget), Q, POOL, replies, decoding)
 
 
 def test_first_valid_submit_is_scored_and_later_replies_are_never_requested():
@@ -44,7 +44,7 @@ def test_trajectory_keeps_thoughts_actions_and_results_and_grows_at_the_end():
 
 
 def test_constrained_schema_bounds_citations_and_forces_submit_on_the_last_turn():
-    _, _, engine = run([act("read", BAND), act("submit", answer="x")], budget=2, constrained=True)
+    _, _, engine = run([act("read", BAND), act("submit", answer="x")], budget=2, decoding="strict")
     first, last = engine.formats
     assert "anyOf" in first["schema"]["properties"]["action"]
     action = last["schema"]["properties"]["action"]

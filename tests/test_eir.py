@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from eir_dspy.paragraphs import Paragraph
@@ -15,8 +17,8 @@ CONC = {"id": None, "claim": "QQCLAIM first show in Tulsa", "status": "supported
         "citations": [{"title": "Tinted Windows (band)", "sentence": 1}]}
 
 
-def run(replies, budget=6, constrained=False):
-    return run_program(EIR(budget=budget), Q, POOL, replies, constrained)
+def run(replies, budget=6, decoding="free"):
+    return run_program(EIR(budget=budget), Q, POOL, replies, decoding)
 
 
 def test_final_answer_sees_only_question_and_evidence():
@@ -71,7 +73,7 @@ def test_unparseable_turn_is_rejected_and_consumes_a_turn():
 
 
 def test_constrained_engine_gets_title_enums_of_unread_and_read_titles():
-    _, _, engine = run([turn("read", "Act of Congress"), turn("submit"), final("x")], constrained=True)
+    _, _, engine = run([turn("read", "Act of Congress"), turn("submit"), final("x")], decoding="strict")
     first, second, last = engine.formats
     read, submit = second["schema"]["properties"]["action"]["anyOf"]
     assert read["properties"]["title"]["enum"] == ["Tinted Windows (album)", "Tinted Windows (band)"]
@@ -83,12 +85,24 @@ def test_constrained_engine_gets_title_enums_of_unread_and_read_titles():
 
 
 def test_constrained_engine_allows_only_submit_once_reads_are_spent():
-    _, _, engine = run([turn("read", "Act of Congress"), turn("submit"), final("x")], budget=1, constrained=True)
+    _, _, engine = run([turn("read", "Act of Congress"), turn("submit"), final("x")], budget=1, decoding="strict")
     action = engine.formats[1]["schema"]["properties"]["action"]
     assert action["properties"]["kind"] == {"const": "submit"} and "anyOf" not in action
 
 
-@pytest.mark.parametrize("constrained", [False])
-def test_unconstrained_engine_gets_no_schema(constrained):
-    _, _, engine = run([turn("submit"), final("x")], constrained=constrained)
+def test_free_decoding_sends_no_schema():
+    _, _, engine = run([turn("submit"), final("x")], decoding="free")
     assert engine.formats == [None, None]
+
+
+def test_schema_decoding_sends_the_signatures_own_schema_and_nothing_about_the_state():
+    _, _, engine = run([turn("read", "Act of Congress"), turn("submit"), final("x")], decoding="schema")
+    first, second, last = (f["schema"] for f in engine.formats)
+    assert first == second  # the same schema whatever was read: no enums of titles, no submit-only turns
+    assert set(first["properties"]) == {"requirement_updates", "conclusion_updates", "action"}
+    assert set(first["required"]) == {"requirement_updates", "conclusion_updates", "action"}
+    text = json.dumps(first)
+    assert "Act of Congress" not in text and "maxLength" not in text and "maxItems" not in text
+    action = first["$defs"]["EIRAction"]["properties"]
+    assert action["kind"]["enum"] == ["read", "submit"] and action["title"]["type"] == "string"
+    assert set(last["properties"]) == {"answer", "citations"} and "Act of Congress" not in json.dumps(last)

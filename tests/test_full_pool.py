@@ -1,15 +1,16 @@
 import dspy
 
 from eir_dspy.accounting import Ledger, recording
+from eir_dspy.lm import DecodingAdapter
 from programs import FullPool
 from tests.scripted import field, final, scripted_lm
 from tests.test_eir import POOL, Q
 
 
 def test_one_call_sees_every_paragraph_in_the_final_answer_format():
-    lm = scripted_lm([final("Tulsa", [("Tinted Windows (band)", 1)])], constrained=True)
+    lm = scripted_lm([final("Tulsa", [("Tinted Windows (band)", 1)])])
     ledger = Ledger()
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), recording(ledger):
+    with dspy.context(lm=lm, adapter=DecodingAdapter("strict")), recording(ledger):
         pred = FullPool()(question=Q, paragraphs=POOL)
     evidence = field(lm.engine.prompts[0], "evidence")
     assert evidence.startswith("## Tinted Windows (album)\n[0] Tinted Windows is the debut album")

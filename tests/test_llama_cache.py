@@ -8,7 +8,7 @@ import pytest
 
 def test_states_are_evicted_by_their_full_size():
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
-    from eir_dspy.llama_engine import _bounded_ram_cache
+    from eir_dspy.lm.llama_engine import _bounded_ram_cache
 
     cache = _bounded_ram_cache()(capacity_bytes=10_000)
     state = lambda: SimpleNamespace(llama_state_size=100, scores=np.zeros(1000, np.float32),  # noqa: E731

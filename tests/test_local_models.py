@@ -5,8 +5,8 @@ import zipfile
 
 import pytest
 
-from eir_dspy import local_models
-from eir_dspy.local_models import LocalModel, ModelFetchError, model_path
+from eir_dspy.lm import local_models
+from eir_dspy.lm.local_models import LocalModel, ModelFetchError, model_path
 
 PARTS = [b"GGUF-part-one|", b"part-two|", b"part-three"]
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import dspy
 
-from eir_dspy.local_models import DEFAULT_MODEL, MODELS, model_path
+from eir_dspy.accounting import register_price
+
+from eir_dspy.lm.local_models import DEFAULT_MODEL, MODELS, model_path
 
 # Seconds an API request may take before the client abandons it (and retries it like any other
 # provider error). LiteLLM's own default, made explicit: a local OpenAI-compatible server on two
@@ -19,12 +21,20 @@ DEFAULT_REQUEST_TIMEOUT = 600.0
 class LMSpec:
     model: str = DEFAULT_MODEL  # a local key (see local_models.MODELS) or a LiteLLM string
     lm_path: str | None = None  # any local GGUF; overrides `model`
-    api_base: str | None = None
+    api_base: str | tuple[str, ...] | None = None  # several: requests are routed over them (eir_dspy/lm/router.py)
     temperature: float = 0.0
     max_tokens: int = 2048
     num_retries: int = 5  # provider errors (timeouts included) are retried with backoff inside one DSPy call
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     n_ctx: int = 8192
+    price_in: float | None = None  # USD per 1M prompt tokens, for a model LiteLLM cannot price
+    price_out: float | None = None
+
+    @property
+    def api_bases(self) -> tuple[str, ...]:
+        if not self.api_base:
+            return ()
+        return (self.api_base,) if isinstance(self.api_base, str) else tuple(self.api_base)
 
     @property
     def is_local(self) -> bool:
@@ -40,7 +50,7 @@ class LMSpec:
 
 def build_lm(spec: LMSpec) -> dspy.LM:
     if spec.is_local:
-        from eir_dspy.llama_engine import LlamaEngine
+        from eir_dspy.lm.llama_engine import LlamaEngine
 
         path = Path(spec.lm_path) if spec.lm_path else model_path(spec.model)
         if not path.is_file():
@@ -48,15 +58,18 @@ def build_lm(spec: LMSpec) -> dspy.LM:
         # Greedy local decoding is deterministic, so DSPy's response cache would only hide cost.
         return dspy.LM(spec.name, engine=LlamaEngine(path, n_ctx=spec.n_ctx), cache=False,
                        temperature=spec.temperature, max_tokens=spec.max_tokens)
+    if spec.price_in is not None or spec.price_out is not None:
+        register_price(spec.model, spec.price_in or 0.0, spec.price_out or 0.0)
+    if len(spec.api_bases) > 1:
+        from eir_dspy.lm.router import RouterEngine
+
+        engine = RouterEngine(spec.model, list(spec.api_bases), max_tokens=spec.max_tokens,
+                              timeout=spec.request_timeout, num_retries=spec.num_retries)
+        return dspy.LM(spec.model, engine=engine, temperature=spec.temperature, max_tokens=spec.max_tokens)
     kwargs = {}
-    if spec.api_base:
+    if spec.api_bases:
         # LiteLLM sends OpenAI's newer `max_completion_tokens`; llama.cpp's server ignores it and
         # generates to the end of its context. `max_tokens` in the body is what such servers read.
-        kwargs = {"api_base": spec.api_base, "extra_body": {"max_tokens": spec.max_tokens}}
+        kwargs = {"api_base": spec.api_bases[0], "extra_body": {"max_tokens": spec.max_tokens}}
     return dspy.LM(spec.model, temperature=spec.temperature, max_tokens=spec.max_tokens,
                    num_retries=spec.num_retries, timeout=spec.request_timeout, **kwargs)
-
-
-def supports_grammar(lm: dspy.LM | None) -> bool:
-    """Whether the LM's engine turns a JSON schema into constrained decoding (our llama.cpp engine does)."""
-    return lm is not None and bool(getattr(getattr(lm, "engine", None), "constrained_decoding", False))

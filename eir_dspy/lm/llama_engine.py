@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 from dspy.lm15 import ContextLengthError, InvalidRequestError, Message, Response, TextPart, Usage, response_to_events
@@ -32,8 +33,6 @@ def _bounded_ram_cache():
 class LlamaEngine:
     """One llama context. It is not thread-safe, so calls are serialised by a lock."""
 
-    constrained_decoding = True  # read by eir_dspy.lm.supports_grammar
-
     def __init__(self, model_path: str | Path, n_ctx: int = 8192, n_threads: int | None = None, seed: int = 0):
         from llama_cpp import Llama  # imported here so API-model users never need it
 
@@ -51,6 +50,59 @@ class LlamaEngine:
         # each find their own long system prompt already evaluated.
         self._llama.set_cache(_bounded_ram_cache()(capacity_bytes=2 << 30))
         self._lock = threading.Lock()
+        # Set `trace` to a list to get one CallStats dict per call (benchmarks/eir_time_by_role.py).
+        self.trace: list[dict] | None = None
+        self._evals: list[tuple[int, float]] = []
+        self._no_logits = None
+        self._state_s = 0.0  # seconds spent saving/restoring cached states this call
+        self._llama.eval = self._counting(self._llama.eval)
+        self._llama.save_state = self._timed_state(self._save_state_without_logits)
+        self._llama.load_state = self._timed_state(self._llama.load_state)
+
+    def _save_state_without_logits(self):
+        """Llama.save_state, minus its copy of the logits buffer (311 MB for Qwen2.5 at n_batch 512).
+
+        A restored state is always re-evaluated from at least its last token before sampling
+        (Llama.generate sets _requires_eval on load_state), so the saved logits are never read.
+        Without them a state is the KV cells alone (~30 KB a token): saving is one copy instead of
+        four, and the cache holds dozens of states instead of six, enough to keep every role's
+        long system prompt (the final call's too) between questions.
+        """
+        import ctypes
+
+        import llama_cpp
+        import numpy as np
+
+        llama = self._llama
+        size = llama_cpp.llama_state_get_size(llama._ctx.ctx)
+        buffer = (ctypes.c_uint8 * int(size))()
+        n_bytes = int(llama_cpp.llama_state_get_data(llama._ctx.ctx, buffer, size))
+        if n_bytes > int(size):
+            raise RuntimeError("llama_state_get_data wrote past its buffer")
+        if self._no_logits is None:
+            self._no_logits = np.zeros((1, llama.n_vocab()), dtype=np.single)  # broadcasts in load_state
+        return llama_cpp.llama.LlamaState(input_ids=llama.input_ids.copy(), scores=self._no_logits,
+                                          n_tokens=llama.n_tokens, llama_state=ctypes.string_at(buffer, n_bytes),
+                                          llama_state_size=n_bytes, seed=llama._seed)
+
+    def _timed_state(self, method):
+        def timed(*args):
+            t0 = time.perf_counter()
+            try:
+                return method(*args)
+            finally:
+                self._state_s += time.perf_counter() - t0
+        return timed
+
+    def _counting(self, evaluate):
+        """Wrap Llama.eval: generate() evaluates the prompt suffix the cache could not serve in its
+        first eval, then one token per generated token, so the first size is the prompt work."""
+        def counted(tokens):
+            t0 = time.perf_counter()
+            out = evaluate(tokens)
+            self._evals.append((len(tokens), time.perf_counter() - t0))
+            return out
+        return counted
 
     def complete(self, request) -> Response:
         messages = []
@@ -69,14 +121,20 @@ class LlamaEngine:
         if fmt is not None:
             kwargs["response_format"] = {"type": "json_object", **({"schema": fmt["schema"]} if "schema" in fmt else {})}
         with self._lock:
+            self._evals.clear()
+            self._state_s = 0.0
+            t0 = time.perf_counter()
             try:
                 out = self._llama.create_chat_completion(messages=messages, **kwargs)
             except ValueError as exc:  # llama-cpp-python reports context overflow this way
                 if "context" in str(exc).lower():
                     raise ContextLengthError(str(exc)) from exc
                 raise InvalidRequestError(str(exc)) from exc
+            seconds = time.perf_counter() - t0
+            usage = out.get("usage") or {}
+            if self.trace is not None:
+                self.trace.append(self._stats(usage, seconds))
         choice = out["choices"][0]
-        usage = out.get("usage") or {}
         finish = choice.get("finish_reason") or "stop"
         return Response(
             id=out.get("id"),
@@ -85,6 +143,15 @@ class LlamaEngine:
             finish_reason=finish if finish in ("stop", "length") else "stop",
             usage=Usage(input_tokens=usage.get("prompt_tokens", 0), output_tokens=usage.get("completion_tokens", 0)),
         )
+
+    def _stats(self, usage: dict, seconds: float) -> dict:
+        prompt = usage.get("prompt_tokens", 0)
+        evaluated, prompt_s = self._evals[0] if self._evals else (0, 0.0)
+        generate_s = sum(t for _, t in self._evals[1:])
+        return {"prompt_tokens": prompt, "prompt_evaluated": evaluated, "prompt_cached": prompt - evaluated,
+                "generated": usage.get("completion_tokens", 0), "seconds": seconds, "prompt_s": prompt_s,
+                "generate_eval_s": generate_s, "state_cache_s": self._state_s,
+                "other_s": seconds - prompt_s - generate_s - self._state_s}
 
     def stream(self, request):
         return response_to_events(self.complete(request))

@@ -1,0 +1,73 @@
+"""How an LM's output is constrained while it is decoded: the one place that decides what
+response_format each request carries.
+
+- `strict`: a grammar built per call from the live state (signatures/schemas.py): titles are
+  enums of the titles really there, citations name sentences that exist, only a submit can be
+  decoded once no read is left, lists and strings are capped. Help the paper's models never had.
+- `schema`: the signature's own JSON schema (field names, types, required fields), what OpenAI
+  structured outputs give GPT-4.1 Mini. Nothing about the state, no caps beyond max_tokens.
+- `free`: no response_format at all; JSON by the prompt alone, as the paper's Haiku runs.
+
+The mode is an adapter setting because DSPy's adapters already own the signature-to-request
+step (JSONAdapter chooses a response_format per call); programs ask `strict_grammar()` whether
+to build their per-call schema.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import dspy
+import pydantic
+from dspy.adapters.json_adapter import _get_structured_outputs_response_format
+
+DECODINGS = ("strict", "schema", "free")
+# The embedded model's default, chosen by measurement (README, "Decoding"): the most faithful
+# mode that still gives usable behaviour.
+LOCAL_DEFAULT = "schema"
+
+logger = logging.getLogger(__name__)
+
+
+class DecodingAdapter(dspy.JSONAdapter):
+    """JSONAdapter whose response_format follows one decoding mode for every LM."""
+
+    def __init__(self, decoding: str, **kwargs) -> None:
+        if decoding not in DECODINGS:
+            raise ValueError(f"decoding must be one of {', '.join(DECODINGS)}; got {decoding!r}")
+        super().__init__(**kwargs)
+        self.decoding = decoding
+
+    def user_message_output_requirements(self, signature) -> str:
+        # JSONAdapter repeats each field's type here, after the inputs, where no prefix cache can
+        # reach it (~35 tokens a turn); the system message already gives every field's schema.
+        return "Respond with a JSON object in the following order of fields: " + \
+            ", then ".join(f"`{name}`" for name in signature.output_fields) + "."
+
+    def _prepare_response_format(self, lm, lm_kwargs, signature):
+        if self.decoding == "free":
+            lm_kwargs.pop("response_format", None)
+            return
+        if self.decoding == "strict" and "response_format" in lm_kwargs:
+            return  # the program's per-call grammar
+        try:
+            lm_kwargs["response_format"] = _get_structured_outputs_response_format(signature)
+        except (ValueError, pydantic.PydanticInvalidForJsonSchema, pydantic.PydanticSchemaGenerationError):
+            logger.warning("no JSON schema for %s; decoding it in JSON mode", signature.__name__)
+            lm_kwargs["response_format"] = {"type": "json_object"}
+
+
+def default_decoding(lm: dspy.LM, is_local: bool) -> str:
+    """The embedded model: LOCAL_DEFAULT. An API model: its schema where LiteLLM says the model
+    takes one (GPT-4.1 Mini's structured outputs), else JSON by prompt only."""
+    if is_local:
+        return LOCAL_DEFAULT
+    try:
+        return "schema" if lm.supports_response_schema else "free"
+    except Exception:  # a provider DSPy has no capability data for
+        return "free"
+
+
+def strict_grammar() -> bool:
+    """Whether the configured adapter wants the programs' per-call grammars."""
+    return getattr(dspy.settings.adapter, "decoding", None) == "strict"

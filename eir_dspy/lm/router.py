@@ -1,0 +1,61 @@
+"""Several OpenAI-compatible endpoints serving one model (vLLM, llama.cpp's server), as one LM.
+
+Every request goes through LiteLLM's Router: it picks the endpoint with the fewest requests in
+flight ("least-busy"), retries a failed request on another endpoint, and cools a failing endpoint
+down so later requests avoid it. The questions of a dead endpoint therefore finish on the others.
+"""
+
+from __future__ import annotations
+
+from dspy.clients.engines.litellm_engine import LiteLLMEngine
+from dspy.clients.engines.litellm_errors import litellm_errors
+
+GROUP = "eir-endpoints"  # the Router's name for the one model all endpoints serve
+
+
+class RouterEngine(LiteLLMEngine):
+    """A DSPy engine whose every request is routed over `api_bases` by a LiteLLM Router."""
+
+    def __init__(self, model: str, api_bases: list[str], *, max_tokens: int, timeout: float, num_retries: int) -> None:
+        from litellm import Router
+
+        super().__init__()
+        self.api_bases = list(api_bases)
+        deployment = {"model": model, "timeout": timeout,
+                      # llama.cpp's server reads max_tokens, not LiteLLM's max_completion_tokens (eir_dspy/lm/spec.py)
+                      "extra_body": {"max_tokens": max_tokens}}
+        self.router = Router(
+            model_list=[{"model_name": GROUP, "litellm_params": {**deployment, "api_base": url},
+                         "model_info": {"id": f"endpoint-{i}"}} for i, url in enumerate(self.api_bases)],
+            routing_strategy="least-busy",
+            # each retry may pick another endpoint; an endpoint that failed once sits out 30 s
+            num_retries=num_retries, allowed_fails=0, cooldown_time=30, retry_after=0,
+        )
+
+    def complete_legacy(self, lm, request, **context):
+        """DSPy's path for LiteLLM engines: an OpenAI-shaped request dict, sent through the Router."""
+        from dspy.clients.call_result import CallResult
+
+        sent = {k: v for k, v in request.items() if k not in ("num_retries", "cache")}
+        sent["model"] = GROUP
+        with litellm_errors(model=lm.model):
+            raw = self.router.completion(**sent)
+        lm._check_truncation(raw)
+        return CallResult.legacy(lm, raw, kwargs=request)
+
+    def complete(self, request):
+        data = self._arguments(request)
+        data.pop("num_retries", None)  # the Router's own retries, over endpoints
+        data.pop("cache", None)
+        data["model"] = GROUP
+        with litellm_errors(model=request.model):
+            raw = self.router.completion(**data)
+        return self._response(raw, request)
+
+    def stream(self, request):
+        from dspy.lm15 import response_to_events
+
+        return response_to_events(self.complete(request))
+
+    def __repr__(self) -> str:
+        return f"RouterEngine({len(self.api_bases)} endpoints)"

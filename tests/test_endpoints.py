@@ -1,0 +1,63 @@
+"""Several served endpoints as one LM (LiteLLM's Router), and prices for models LiteLLM cannot price.
+The endpoints are fake OpenAI-compatible servers on loopback, reached through DSPy and LiteLLM."""
+
+import socket
+
+import pytest
+
+import eval.run as run_module
+from eir_dspy.accounting import PRICES, price_call
+from tests.fake_openai import FakeOpenAI, eir_reply
+from tests.test_runner_stops import N, workdir, write_questions  # noqa: F401 (workdir is a fixture)
+
+
+def dead_url() -> str:
+    """A loopback URL nothing listens on: every request to it is refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def args(urls, *extra):
+    return ["--lm", "openai/fake", "--api-base", *urls, "--data", "data.jsonl", "--limit", str(N),
+            "--experiment", "test", "--threads", "2", *extra]
+
+
+def test_requests_are_spread_over_every_endpoint(workdir):
+    with FakeOpenAI(eir_reply, delay=0.05) as a, FakeOpenAI(eir_reply, delay=0.05) as b:
+        out = run_module.main(args([a.url, b.url]))
+    records = out["records"]
+    assert len(records) == N and all(r["error"] is None for r in records)
+    calls = sum(r["calls"] for r in records)
+    assert calls == 3 * N == len(a.requests) + len(b.requests)  # every call reached exactly one endpoint
+    assert len(a.requests) > 0 and len(b.requests) > 0
+    assert out["metrics"]["answer_f1"] == 100.0
+
+
+def test_a_dead_endpoints_questions_finish_on_the_others(workdir):
+    with FakeOpenAI(eir_reply) as alive:
+        out = run_module.main(args([dead_url(), alive.url]))
+    records = out["records"]
+    assert [r["error"] for r in records] == [None] * N
+    assert sum(r["calls"] for r in records) == 3 * N == len(alive.requests)
+    assert out["metrics"]["answer_f1"] == 100.0
+
+
+def test_one_endpoint_keeps_the_plain_litellm_path(workdir):
+    with FakeOpenAI(eir_reply) as only:
+        out = run_module.main(args([only.url]))
+    assert len(only.requests) == 3 * N and out["metrics"]["failed_questions"] == 0
+
+
+def test_price_flags_cost_a_model_litellm_cannot_price(workdir, monkeypatch):
+    monkeypatch.setitem(PRICES, "openai/fake", PRICES.get("openai/fake"))  # restored after the test
+    PRICES.pop("openai/fake")
+    write_questions(workdir / "data.jsonl")
+    with FakeOpenAI(eir_reply) as server:
+        unpriced = run_module.main(args([server.url], "--limit", "2"))
+        priced = run_module.main(args([server.url], "--limit", "2", "--price-in", "2", "--price-out", "10"))
+    assert unpriced["records"][0]["cost_usd"] is None
+    r = priced["records"][0]
+    assert r["cost_usd"] == pytest.approx((r["prompt_tokens"] * 2 + r["completion_tokens"] * 10) / 1e6)
+    assert price_call("openai/fake", 1_000_000, 0) == 2.0
