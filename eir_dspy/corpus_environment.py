@@ -13,10 +13,12 @@ A new trial (Reflexion) starts from a new CorpusEnvironment: nothing found, noth
 
 from __future__ import annotations
 
+import json
+
 from typing import TYPE_CHECKING
 
 from eir_dspy.corpus_index import SEARCH_K, CorpusIndex, Hit
-from eir_dspy.environment import Outcome, render_sentences
+from eir_dspy.environment import Outcome, citation_hint, render_sentences
 
 if TYPE_CHECKING:
     from eir_dspy.episode import Action, Episode
@@ -92,9 +94,9 @@ class CorpusEnvironment:
         if not again:
             self.read_ids.append(paragraph_id)
         episode.evidence.add_paragraph(paragraph, episode.turn)  # a re-read adds no records
-        header = f"Read {paragraph_id} {paragraph.title!r}" + (" again (no new evidence)" if again else "")
+        header = f"Read {paragraph_id} {json.dumps(paragraph.title)}" + (" again (no new evidence)" if again else "")
         head = f"{header} ({episode.reads_left} reads left)"
-        return Outcome(f"{head}:\n" + render_sentences(paragraph),
+        return Outcome(f"{head}. {citation_hint(paragraph.title)}:\n" + render_sentences(paragraph),
                        f"{head}: {len(paragraph.sentences)} sentences", paragraph.title)
 
     def render_found(self) -> str:

@@ -7,6 +7,8 @@ result). eir_dspy.corpus_environment is the other setting.
 
 from __future__ import annotations
 
+import json
+
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -87,11 +89,16 @@ class PoolEnvironment:
         episode.reads += 1
         paragraph = result.paragraph
         episode.evidence.add_paragraph(paragraph, episode.turn)
-        header = f"Read {paragraph.title!r}"
+        header = f"Read {json.dumps(paragraph.title)}"
         if result.fell_back:
-            header = f"No unread title matches {action.title!r}; read {paragraph.title!r} instead"
-        text = f"{header} ({episode.reads_left} reads left):\n" + render_sentences(paragraph)
+            header = f"No unread title matches {json.dumps(action.title)}; read {json.dumps(paragraph.title)} instead"
+        text = f"{header} ({episode.reads_left} reads left). {citation_hint(paragraph.title)}:\n" + render_sentences(paragraph)
         return Outcome(text, text, paragraph.title)
+
+
+def citation_hint(title: str) -> str:
+    """How a sentence of this paragraph is cited: the title as written and the sentence's [number]."""
+    return f'Cite a sentence below as {{"title": {json.dumps(title)}, "sentence": <its [number]>}}'
 
 
 def render_sentences(paragraph: Paragraph) -> str:

@@ -14,8 +14,8 @@ from eir_dspy.evidence import EvidenceStore
 
 
 class Citation(BaseModel):
-    title: str
-    sentence: int = Field(description="sentence index within that paragraph")
+    title: str = Field(description="the paragraph's title exactly as written, not a sentence")
+    sentence: int = Field(description="the [number] before the sentence in that paragraph")
 
 
 class RequirementUpdate(BaseModel):

@@ -62,7 +62,7 @@ def test_direct_sees_the_two_latest_paragraphs_and_a_compact_trajectory(tiny_cor
     assert pred.answer == "Busan" and pred.citations == [("Busan", 1)] and pred.episode.reads == 3
     recent, trajectory = field(engine.prompts[-1], "recent_paragraphs"), field(engine.prompts[-1], "trajectory")
     assert "Busan is a port city." in recent and "Zebra crossing." in recent and "capital" not in recent
-    assert "Read 7 'Seoul' (5 reads left): 1 sentences" in trajectory and "capital" not in trajectory
+    assert 'Read 7 "Seoul" (5 reads left): 1 sentences' in trajectory and "capital" not in trajectory
     assert "expected result" in engine.prompts[0] and "Progress is judged" in engine.prompts[0]
 
 
