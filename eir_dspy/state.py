@@ -90,12 +90,12 @@ class AgentLists:
 
     def render_requirements(self) -> str:
         if not self.requirements:
-            return "(none yet)"
+            return "(none yet: add one per fact the question needs)"
         return "\n".join(f"{r.id} [{r.status}] {r.text}" for r in self.requirements.values())
 
     def render_conclusions(self) -> str:
         if not self.conclusions:
-            return "(none yet)"
+            return "(none yet: add one for each needed fact a paragraph you read states, citing its sentences)"
         lines = []
         for c in self.conclusions.values():
             cites = ", ".join(f"{x.title}#{x.sentence}" for x in c.citations) or "no citations"

@@ -21,7 +21,7 @@ LIST_RULES = (
     "Requirements: facts still missing. On the first turn add one per fact the question needs; mark one satisfied once found.\n"
     "Conclusions: facts you found, each citing the sentences you read (paragraph title and sentence index).\n"
     "Add an entry with id null; revise one by its existing id.\n"
-    "Send only new or changed entries ([] if none); never add an entry that is already listed. When the last paragraph\n"
+    "Send only new or changed entries; never repeat an entry already listed. When the last paragraph\n"
     "gives a needed fact, add it as a conclusion citing those sentences and mark its requirement satisfied."
 )
 
@@ -31,7 +31,7 @@ class EIRTurn(dspy.Signature):
     Requirements: facts still missing. On the first turn add one per fact the question needs; mark one satisfied once found.
     Conclusions: facts you found, each citing the sentences you read (paragraph title and sentence index).
     Add an entry with id null; revise one by its existing id.
-    Send only new or changed entries ([] if none); never add an entry that is already listed. When the last paragraph
+    Send only new or changed entries; never repeat an entry already listed. When the last paragraph
     gives a needed fact, add it as a conclusion citing those sentences and mark its requirement satisfied.
     Action: read the unread paragraph most likely to hold an open requirement, or submit once the conclusions answer the question."""
 

@@ -45,6 +45,23 @@ def test_turn_prompt_has_the_lists_and_only_unread_titles():
     assert "Act of Congress" not in unread and "Tinted Windows (album)" in unread
 
 
+def test_turn_prompt_puts_stable_inputs_first_and_shows_how_to_cite_the_read_paragraph():
+    pred, _, engine = run([turn("read", "Tinted Windows (band)", reqs=[REQ]),
+                           turn("submit", concls=[dict(CONC, citations=[{"title": "Tinted Windows (band)", "sentence": 1}])]),
+                           final("x")])
+    second = engine.prompts[1]
+    order = [second.rindex(f"[[ ## {name} ## ]]") for name in
+             ("question", "requirements", "conclusions", "unread_titles", "last_result")]
+    assert order == sorted(order)  # the question and the lists before what changes every turn
+    assert 'Read "Tinted Windows (band)" (5 reads left). Cite a sentence below as ' \
+           '{"title": "Tinted Windows (band)", "sentence": <its [number]>}:\n[0] Tinted Windows is a supergroup.' in second
+    # the per-turn format reminder names the fields only (their types are in the system message)
+    assert second.rstrip().endswith("Respond with a JSON object in the following order of fields: "
+                                    "`requirement_updates`, then `conclusion_updates`, then `action`.")
+    assert pred.trajectory["list_updates"] == {"applied": 2, "discarded": 0}
+    assert [c["citations"] for c in pred.trajectory["conclusions"]] == [[{"title": "Tinted Windows (band)", "sentence": 1}]]
+
+
 def test_invalid_list_update_is_discarded_and_explained_next_turn():
     bad = dict(CONC, citations=[{"title": "Tinted Windows (band)", "sentence": 1}])  # not read yet
     pred, _, engine = run([turn("read", "Tinted Windows (album)", reqs=[REQ], concls=[bad]), turn("submit"), final("x")])

@@ -18,17 +18,20 @@ def data_dir():
     return Path(path).resolve()
 
 
-def test_eir_on_two_real_questions_logs_an_mlflow_run(tmp_path, monkeypatch, data_dir):
+@pytest.mark.parametrize("decoding", ["schema", "strict", "free"])  # schema: the embedded model's default
+def test_eir_on_two_real_questions_logs_an_mlflow_run(decoding, tmp_path, monkeypatch, data_dir):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
     import eval.run as run_module
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    # Free decoding lets SmolLM2 ramble; 256 tokens keep a call to seconds and any JSON it means to write.
     out = run_module.main(["--data", str(data_dir), "--lm", "smollm2-135m", "--limit", "2", "--budget", "2",
-                           "--experiment", "integration"])
+                           "--decoding", decoding, "--max-tokens", "256", "--experiment", "integration"])
     run = mlflow.get_run(out["run_id"])
     assert run.info.status == "FINISHED"
     assert run.data.params["lm"] == "local/smollm2-135m" and run.data.params["n"] == "2"
+    assert run.data.params["decoding"] == decoding
     for key in ("answer_f1", "em", "support_f1", "calls_per_question", "tokens_per_question", "wall_time_s"):
         assert key in run.data.metrics
     # Real calls happened and stayed within EIR's budget: at most (H + 1) turns + 1 final call.

@@ -238,3 +238,18 @@ def test_ssr_verifier_temperature_defaults_to_zero_in_the_corpus(workdir):
     assert run_module.method_options(run_module.parse_args(["--method", "ssr", "--setting", "corpus"]))[
         "verifier_temperature"] == 0.0
     assert run_module.method_options(run_module.parse_args(["--method", "ssr"]))["verifier_temperature"] == 0.7
+
+
+def test_decoding_is_logged_and_a_non_default_one_names_the_condition(workdir, monkeypatch):
+    from eir_dspy.lm.decoding import LOCAL_DEFAULT
+
+    lm = use_lm(monkeypatch, reply)
+    default = mlflow.get_run(run_module.main(ARGS)["run_id"])
+    assert default.data.params["decoding"] == LOCAL_DEFAULT and default.data.params["method"] == "eir"
+    other = "free" if LOCAL_DEFAULT != "free" else "schema"
+    run = mlflow.get_run(run_module.main(ARGS + ["--decoding", other])["run_id"])
+    assert run.data.params["decoding"] == other and run.data.params["method"] == f"eir decoding={other}"
+    assert run.info.run_name == f"eir decoding={other} / hotpotqa / local/scripted / H=6"
+    # free: no response_format reaches the engine; schema: the signature's, on every call
+    formats = lm.engine.formats[-9:]
+    assert all(f is None for f in formats) if other == "free" else all(f and "schema" in f for f in formats)
