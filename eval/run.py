@@ -12,6 +12,7 @@ import inspect
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import dspy
@@ -19,7 +20,7 @@ import mlflow
 from tqdm import tqdm
 
 from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError
-from eir_dspy.lm import DECODINGS, DEFAULT_REQUEST_TIMEOUT, DecodingAdapter, LMSpec, build_lm, default_decoding
+from eir_dspy.lm import DECODINGS, LOCAL_DEFAULT, DEFAULT_REQUEST_TIMEOUT, DecodingAdapter, LMSpec, build_lm, default_decoding
 from eir_dspy.lm.local_models import DEFAULT_MODEL, ModelFetchError
 from eval import tracking
 from eval.data import DATASETS, DataError, load_questions, resolve_data_file
@@ -154,18 +155,20 @@ def main(argv: list[str] | None = None) -> dict:
     except DataError as exc:
         raise SystemExit(f"error: {exc}") from None
     corpus = open_corpus(config, args.out) if config.get("setting") == "corpus" else None
+    if "decoding" not in config:  # a run saved before --decoding existed: the embedded model was strict
+        config["decoding"] = "strict" if LMSpec(config["lm_model"], config["lm_path"]).is_local else None
     spec = LMSpec(config["lm_model"], config["lm_path"], config["api_base"], config["temperature"], config["max_tokens"],
                   request_timeout=config.get("request_timeout", DEFAULT_REQUEST_TIMEOUT),
                   price_in=config.get("price_in"), price_out=config.get("price_out"))
+    # The embedded engine builds its grammar for the mode, so the mode is known before the LM is.
+    spec = replace(spec, decoding=config["decoding"] or (LOCAL_DEFAULT if spec.is_local else None))
     try:
         lm = build_lm(spec)
     except (FileNotFoundError, ModelFetchError) as exc:
         raise SystemExit(f"error: {exc}") from None
     config["lm"] = lm.model  # the model string actually called (and priced)
     config["default_decoding"] = default_decoding(lm, spec.is_local)
-    if "decoding" not in config:  # a run saved before --decoding existed: the embedded model was strict
-        config["decoding"] = "strict" if spec.is_local else None
-    config["decoding"] = config["decoding"] or config["default_decoding"]
+    config["decoding"] = spec.decoding or config["default_decoding"]
     config["n"] = len(questions)
     dspy.configure(lm=lm, adapter=DecodingAdapter(config["decoding"]))
     if args.trace:

@@ -16,3 +16,17 @@ def test_states_are_evicted_by_their_full_size():
     for i in range(5):
         cache[(i,)] = state()  # 4,140 bytes each, of which the KV part is only 100
     assert cache.cache_size == 2 * 4140 and list(cache.cache_state) == [(3,), (4,)]
+
+
+def test_schema_grammars_allow_json_whitespace_and_strict_keeps_them_compact():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
+    import json
+
+    from eir_dspy.lm.llama_engine import _JSON_SPACE, _grammar
+
+    schema = json.dumps({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}},
+                         "required": ["items"]})
+    free_layout, compact = _grammar(schema, False)._grammar, _grammar(schema, True)._grammar
+    assert _JSON_SPACE in free_layout and 'space ::= " "?' not in free_layout
+    assert 'space ::= " "?' in compact and "\\n" not in compact.split("space ::=")[1].splitlines()[0]
+    assert _grammar(schema, False) is _grammar(schema, False)  # built once per schema

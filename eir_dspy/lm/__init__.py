@@ -1,8 +1,8 @@
 """LMs: any DSPy/LiteLLM model string, an embedded GGUF run in-process, or served endpoints,
 and the decoding mode every request follows."""
 
-from eir_dspy.lm.decoding import DECODINGS, DecodingAdapter, default_decoding, strict_grammar
+from eir_dspy.lm.decoding import DECODINGS, LOCAL_DEFAULT, DecodingAdapter, default_decoding, strict_grammar
 from eir_dspy.lm.spec import DEFAULT_REQUEST_TIMEOUT, LMSpec, build_lm
 
-__all__ = ["DECODINGS", "DEFAULT_REQUEST_TIMEOUT", "DecodingAdapter", "LMSpec", "build_lm", "default_decoding",
+__all__ = ["DECODINGS", "LOCAL_DEFAULT", "DEFAULT_REQUEST_TIMEOUT", "DecodingAdapter", "LMSpec", "build_lm", "default_decoding",
            "strict_grammar"]

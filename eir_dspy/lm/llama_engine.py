@@ -7,6 +7,8 @@ model can only emit, for example, a title that is really in the pool.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import threading
 import time
@@ -33,11 +35,17 @@ def _bounded_ram_cache():
 class LlamaEngine:
     """One llama context. It is not thread-safe, so calls are serialised by a lock."""
 
-    def __init__(self, model_path: str | Path, n_ctx: int = 8192, n_threads: int | None = None, seed: int = 0):
+    def __init__(self, model_path: str | Path, n_ctx: int = 8192, n_threads: int | None = None, seed: int = 0,
+                 compact_json: bool = False):
         from llama_cpp import Llama  # imported here so API-model users never need it
 
         self.model_path = str(model_path)
         self.n_ctx = n_ctx
+        # llama-cpp-python's schema converter lets JSON have one optional space between tokens and no
+        # newline. Forced onto one line, the 1.5B writes `[]` for every list (it lays lists out over
+        # lines); OpenAI's structured outputs and upstream llama.cpp allow JSON's whitespace. Only
+        # `--decoding strict` keeps the compact grammar (its behaviour before decoding modes existed).
+        self.compact_json = compact_json
         # llama-cpp-python defaults to half the cores; on a 2-core machine that halves speed.
         # $EIR_LLAMA_THREADS splits the cores when two runs share a machine.
         threads = n_threads or int(os.environ.get("EIR_LLAMA_THREADS") or 0) or os.cpu_count() or 1
@@ -118,8 +126,10 @@ class LlamaEngine:
         if config.seed is not None:
             kwargs["seed"] = config.seed
         fmt = config.response_format
-        if fmt is not None:
-            kwargs["response_format"] = {"type": "json_object", **({"schema": fmt["schema"]} if "schema" in fmt else {})}
+        if fmt is not None and "schema" in fmt:
+            kwargs["grammar"] = _grammar(json.dumps(fmt["schema"], sort_keys=True), self.compact_json)
+        elif fmt is not None:
+            kwargs["response_format"] = {"type": "json_object"}  # any JSON object
         with self._lock:
             self._evals.clear()
             self._state_s = 0.0
@@ -158,3 +168,23 @@ class LlamaEngine:
 
     def close(self) -> None:
         pass
+
+
+# llama.cpp's own JSON whitespace rule (common/json-schema-to-grammar): a space, or a newline and
+# up to 20 spaces or tabs of indentation; bounded so a model cannot loop on whitespace.
+_JSON_SPACE = 'space ::= | " " | "\\n" [ \\t]{0,20}'
+
+
+@functools.lru_cache(maxsize=64)
+def _grammar(schema_json: str, compact: bool):
+    """The llama.cpp grammar of a JSON schema; cached, as schema decoding sends the same one every turn."""
+    from llama_cpp import LlamaGrammar
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    gbnf = json_schema_to_gbnf(schema_json)
+    if not compact:
+        compact_rule = 'space ::= " "?'
+        if compact_rule not in gbnf:
+            raise RuntimeError("llama-cpp-python's JSON grammar changed its whitespace rule; update _JSON_SPACE")
+        gbnf = gbnf.replace(compact_rule, _JSON_SPACE)
+    return LlamaGrammar.from_string(gbnf, verbose=False)

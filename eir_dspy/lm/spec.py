@@ -27,6 +27,7 @@ class LMSpec:
     num_retries: int = 5  # provider errors (timeouts included) are retried with backoff inside one DSPy call
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     n_ctx: int = 8192
+    decoding: str | None = None  # the run's --decoding; the embedded engine's grammar follows it
     price_in: float | None = None  # USD per 1M prompt tokens, for a model LiteLLM cannot price
     price_out: float | None = None
 
@@ -56,7 +57,8 @@ def build_lm(spec: LMSpec) -> dspy.LM:
         if not path.is_file():
             raise FileNotFoundError(f"--lm-path {path} is not a file")
         # Greedy local decoding is deterministic, so DSPy's response cache would only hide cost.
-        return dspy.LM(spec.name, engine=LlamaEngine(path, n_ctx=spec.n_ctx), cache=False,
+        engine = LlamaEngine(path, n_ctx=spec.n_ctx, compact_json=spec.decoding == "strict")
+        return dspy.LM(spec.name, engine=engine, cache=False,
                        temperature=spec.temperature, max_tokens=spec.max_tokens)
     if spec.price_in is not None or spec.price_out is not None:
         register_price(spec.model, spec.price_in or 0.0, spec.price_out or 0.0)
