@@ -67,7 +67,7 @@ def test_one_run_over_two_llama_cpp_servers_matches_one_server(tmp_path, monkeyp
             monkeypatch.setenv("DSPY_CACHEDIR", str(tmp_path / cache_dir))
             return run_module.main(["--lm", "openai/smollm2", "--api-base", *urls, "--data", str(Path(data).resolve()),
                                     "--limit", str(LIMIT), "--budget", str(BUDGET), "--max-tokens", "48",
-                                    "--decoding", "schema", "--threads", "2", "--experiment", "served"])
+                                    "--decoding", "free", "--threads", "2", "--experiment", "served"])
         one = run([servers[0][1]], "cache-one")
         alone = served(logs[0])
         two = run([url for _, url in servers], "cache-two")
