@@ -90,8 +90,10 @@ def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, err
         "gold_titles": sorted(gold),
         "gold_read_share": (len(gold & set(read)) / len(gold)) if gold else 0.0,
         "forced_end": episode.forced_end if episode is not None else None,
-        # A submit the policy made while reads were still allowed (not one forced by the budget).
-        "submitted_before_budget": (episode.submitted is not None and episode.reads_left > 0) if episode is not None else None,
+        # The agent chose to stop: it submitted before its last turn (a last-turn submit is what the
+        # budget leaves; under strict decoding it is the only action the grammar allows there).
+        "submitted_before_budget": (episode.submitted is not None and episode.turn < episode.max_turns)
+        if episode is not None else None,
         "error": error,
         "error_type": error.split(":", 1)[0] if error else None,
         "error_trace": trace if error else None,

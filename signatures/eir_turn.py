@@ -22,7 +22,8 @@ LIST_RULES = (
     "Conclusions: facts you found, each citing the sentences you read (paragraph title and sentence index).\n"
     "Add an entry with id null; revise one by its existing id.\n"
     "Send only new or changed entries; never repeat an entry already listed. When the last paragraph\n"
-    "gives a needed fact, add it as a conclusion citing those sentences and mark its requirement satisfied."
+    "gives a needed fact, add it as a conclusion citing those sentences and mark its requirement satisfied.\n"
+    "Cite only sentences already shown to you, never the paragraph you are about to read: on the first turn, add requirements only."
 )
 
 
@@ -33,6 +34,7 @@ class EIRTurn(dspy.Signature):
     Add an entry with id null; revise one by its existing id.
     Send only new or changed entries; never repeat an entry already listed. When the last paragraph
     gives a needed fact, add it as a conclusion citing those sentences and mark its requirement satisfied.
+    Cite only sentences already shown to you, never the paragraph you are about to read: on the first turn, add requirements only.
     Action: read the unread paragraph most likely to hold an open requirement, or submit once the conclusions answer the question."""
 
     # Stable parts first: the question never changes, the lists only when updated, the titles

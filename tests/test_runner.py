@@ -253,3 +253,11 @@ def test_decoding_is_logged_and_a_non_default_one_names_the_condition(workdir, m
     # free: no response_format reaches the engine; schema: the signature's, on every call
     formats = lm.engine.formats[-9:]
     assert all(f is None for f in formats) if other == "free" else all(f and "schema" in f for f in formats)
+
+
+def test_an_early_submit_is_one_made_before_the_last_turn(workdir, monkeypatch):
+    use_lm(monkeypatch, reply)  # reads once, then submits
+    early = run_module.main(ARGS)["records"]
+    assert [r["submitted_before_budget"] for r in early] == [True] * 3  # turn 2 of 7
+    last = run_module.main(ARGS + ["--budget", "1"])["records"]
+    assert [r["submitted_before_budget"] for r in last] == [False] * 3  # turn 2 of 2: what the budget left
