@@ -27,6 +27,7 @@ class Outcome:
     feedback: str
     brief: str
     read_title: str | None = None
+    fell_back: bool = False  # a pool read whose title matched no unread title read the first unread one
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class PoolEnvironment:
         if result.fell_back:
             header = f"No unread title matches {json.dumps(action.title)}; read {json.dumps(paragraph.title)} instead"
         text = f"{header} ({episode.reads_left} reads left). {citation_hint(paragraph.title)}:\n" + render_sentences(paragraph)
-        return Outcome(text, text, paragraph.title)
+        return Outcome(text, text, paragraph.title, result.fell_back)
 
 
 def citation_hint(title: str) -> str:

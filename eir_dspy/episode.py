@@ -56,6 +56,7 @@ class TurnRecord:
     reasoning: str = ""
     brief: str = ""  # the result in one line where the full one is long (a read paragraph)
     rejection_cause: str | None = None  # a rejected turn: an UnusableOutput cause, or "invalid_action"
+    title_fallback: bool = False  # the read title matched no unread title; the first unread was read
 
 
 @dataclass
@@ -135,6 +136,7 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
         else:
             outcome: Outcome = env.execute(action, episode)
             record.read_title, record.feedback, record.brief = outcome.read_title, outcome.feedback, outcome.brief
+            record.title_fallback = outcome.fell_back
         if notes:
             record.feedback += "\n" + "\n".join(notes)
         episode.last_feedback = record.feedback

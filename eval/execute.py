@@ -84,6 +84,7 @@ def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, err
         "rejected_actions": sum(e.rejected_turns for e in episodes),
         "rejections_by_cause": dict(Counter(t.rejection_cause for e in episodes for t in e.turns if not t.accepted)),
         "citations_outside_evidence": len(outside),
+        "title_fallbacks": sum(t.title_fallback for e in episodes for t in e.turns),
         "reads": sum(e.reads for e in episodes),
         "searches": sum(e.searches for e in episodes),
         "evidence_titles": read,

@@ -48,6 +48,9 @@ def behaviour(records: list[dict]) -> dict[str, float]:
     causes = {c for r in records for c in (r.get("rejections_by_cause") or {})}
     for cause in sorted(causes):
         out[f"rejected_{cause}_rate"] = sum((r.get("rejections_by_cause") or {}).get(cause, 0) for r in records) / turns
+    fallbacks = [r["title_fallbacks"] for r in records if "title_fallbacks" in r]
+    if fallbacks:
+        out["title_fallbacks_per_question"] = mean(fallbacks)
     early = [r["submitted_before_budget"] for r in records if r.get("submitted_before_budget") is not None]
     if early:
         out["submitted_before_budget"] = 100 * mean(early)
@@ -100,6 +103,7 @@ BEHAVIOUR_KEYS = [
     ("rejected_wrong_type_rate", "wrong type", "{:.3f}"),
     ("rejected_invalid_action_rate", "invalid action", "{:.3f}"),
     ("forced_end_rate", "forced end", "{:.2f}"),
+    ("title_fallbacks_per_question", "fallbacks/q", "{:.2f}"),
     ("submitted_before_budget", "early submit %", "{:.0f}"),
     ("list_entries_per_question", "list entries/q", "{:.1f}"),
     ("lists_used", "req+concl %", "{:.0f}"),

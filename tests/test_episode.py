@@ -32,6 +32,7 @@ def test_unknown_title_reads_first_unread_in_pool_order():
     ep = run_episode("q", PoolEnvironment(POOL), policy, budget=6)
     assert [t.read_title for t in ep.turns] == ["B", "A", None]
     assert 'No unread title matches "No Such Page"; read "A" instead' in policy.seen_feedback[2]
+    assert [t.title_fallback for t in ep.turns] == [False, True, False]  # recorded, not only shown
 
 
 def test_budget_allows_h_reads_then_one_submit():
