@@ -30,3 +30,15 @@ def test_schema_grammars_allow_json_whitespace_and_strict_keeps_them_compact():
     assert _JSON_SPACE in free_layout and 'space ::= " "?' not in free_layout
     assert 'space ::= " "?' in compact and "\\n" not in compact.split("space ::=")[1].splitlines()[0]
     assert _grammar(schema, False) is _grammar(schema, False)  # built once per schema
+
+
+def test_grammar_keeps_the_signatures_field_order():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
+    import json
+
+    from eir_dspy.lm.llama_engine import _grammar
+
+    schema = {"type": "object", "properties": {"thought": {"type": "string"}, "action": {"type": "string"}},
+              "required": ["thought", "action"]}
+    root = next(line for line in _grammar(json.dumps(schema), False)._grammar.splitlines() if line.startswith("root"))
+    assert root.index("thought") < root.index("action")  # the reasoning is decoded before the action

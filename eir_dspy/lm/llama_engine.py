@@ -127,7 +127,7 @@ class LlamaEngine:
             kwargs["seed"] = config.seed
         fmt = config.response_format
         if fmt is not None and "schema" in fmt:
-            kwargs["grammar"] = _grammar(json.dumps(fmt["schema"], sort_keys=True), self.compact_json)
+            kwargs["grammar"] = _grammar(json.dumps(fmt["schema"]), self.compact_json)  # property order is the field order
         elif fmt is not None:
             kwargs["response_format"] = {"type": "json_object"}  # any JSON object
         with self._lock:
