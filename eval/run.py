@@ -155,7 +155,8 @@ def main(argv: list[str] | None = None) -> dict:
     except DataError as exc:
         raise SystemExit(f"error: {exc}") from None
     corpus = open_corpus(config, args.out) if config.get("setting") == "corpus" else None
-    if "decoding" not in config:  # a run saved before --decoding existed: the embedded model was strict
+    legacy = "decoding" not in config  # a run saved before --decoding existed: the embedded model was strict
+    if legacy:
         config["decoding"] = "strict" if LMSpec(config["lm_model"], config["lm_path"]).is_local else None
     spec = LMSpec(config["lm_model"], config["lm_path"], config["api_base"], config["temperature"], config["max_tokens"],
                   request_timeout=config.get("request_timeout", DEFAULT_REQUEST_TIMEOUT),
@@ -164,11 +165,13 @@ def main(argv: list[str] | None = None) -> dict:
     spec = replace(spec, decoding=config["decoding"] or (LOCAL_DEFAULT if spec.is_local else None))
     try:
         lm = build_lm(spec)
-    except (FileNotFoundError, ModelFetchError) as exc:
+    except (FileNotFoundError, ModelFetchError, ValueError) as exc:
         raise SystemExit(f"error: {exc}") from None
     config["lm"] = lm.model  # the model string actually called (and priced)
     config["default_decoding"] = default_decoding(lm, spec.is_local)
     config["decoding"] = spec.decoding or config["default_decoding"]
+    if legacy:  # keep the label the run was saved under, so its tags (and its variant run) are found again
+        config["default_decoding"] = config["decoding"]
     config["n"] = len(questions)
     dspy.configure(lm=lm, adapter=DecodingAdapter(config["decoding"]))
     if args.trace:

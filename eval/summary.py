@@ -101,6 +101,7 @@ BEHAVIOUR_KEYS = [
     ("rejected_not_json_rate", "not JSON", "{:.3f}"),
     ("rejected_missing_field_rate", "missing field", "{:.3f}"),
     ("rejected_wrong_type_rate", "wrong type", "{:.3f}"),
+    ("rejected_unusable_rate", "other unusable", "{:.3f}"),
     ("rejected_invalid_action_rate", "invalid action", "{:.3f}"),
     ("forced_end_rate", "forced end", "{:.2f}"),
     ("title_fallbacks_per_question", "fallbacks/q", "{:.2f}"),

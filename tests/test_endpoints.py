@@ -61,3 +61,27 @@ def test_price_flags_cost_a_model_litellm_cannot_price(workdir, monkeypatch):
     r = priced["records"][0]
     assert r["cost_usd"] == pytest.approx((r["prompt_tokens"] * 2 + r["completion_tokens"] * 10) / 1e6)
     assert price_call("openai/fake", 1_000_000, 0) == 2.0
+
+
+def test_half_a_price_is_refused(workdir):
+    with pytest.raises(SystemExit, match="give both --price-in and --price-out"):
+        run_module.main(args(["http://127.0.0.1:9/v1"], "--price-in", "2"))
+
+
+def test_the_number_of_endpoints_never_changes_the_default_decoding(workdir):
+    from eir_dspy.lm import LMSpec, build_lm, default_decoding
+
+    one = build_lm(LMSpec("openai/gpt-4.1-mini", api_base="http://127.0.0.1:9/v1"))
+    two = build_lm(LMSpec("openai/gpt-4.1-mini", api_base=("http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1")))
+    assert default_decoding(one, False) == default_decoding(two, False) == "schema"
+    unknown = build_lm(LMSpec("openai/fake", api_base=("http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1")))
+    assert default_decoding(unknown, False) == "free"
+
+
+def test_an_endpoint_that_errors_is_cooled_down_and_its_questions_finish_elsewhere(workdir):
+    with FakeOpenAI(eir_reply, fail=(503, "overloaded")) as sick, FakeOpenAI(eir_reply) as well:
+        out = run_module.main(args([sick.url, well.url]))
+    assert [r["error"] for r in out["records"]] == [None] * N
+    assert len(well.requests) == 3 * N
+    # After its first failure the sick endpoint sits out the 30 s cooldown: a handful of attempts, not one per call.
+    assert 1 <= len(sick.requests) <= 4, len(sick.requests)

@@ -19,8 +19,16 @@ class RouterEngine(LiteLLMEngine):
     def __init__(self, model: str, api_bases: list[str], *, max_tokens: int, timeout: float, num_retries: int) -> None:
         from litellm import Router
 
+        import litellm
+
         super().__init__()
         self.api_bases = list(api_bases)
+        # What DSPy's JSONAdapter and the default decoding read: the same answer LiteLLM gives for
+        # the model on one endpoint, so the number of endpoints never changes the condition.
+        try:
+            self.supports_response_schema = bool(litellm.supports_response_schema(model=model))
+        except Exception:
+            self.supports_response_schema = False
         deployment = {"model": model, "timeout": timeout,
                       # llama.cpp's server reads max_tokens, not LiteLLM's max_completion_tokens (eir_dspy/lm/spec.py)
                       "extra_body": {"max_tokens": max_tokens}}
@@ -38,8 +46,11 @@ class RouterEngine(LiteLLMEngine):
 
         sent = {k: v for k, v in request.items() if k not in ("num_retries", "cache")}
         sent["model"] = GROUP
+        from dspy.clients.call_context import completed_legacy
+
         with litellm_errors(model=lm.model):
             raw = self.router.completion(**sent)
+        completed_legacy(raw)
         lm._check_truncation(raw)
         return CallResult.legacy(lm, raw, kwargs=request)
 

@@ -60,14 +60,18 @@ def build_lm(spec: LMSpec) -> dspy.LM:
         engine = LlamaEngine(path, n_ctx=spec.n_ctx, compact_json=spec.decoding == "strict")
         return dspy.LM(spec.name, engine=engine, cache=False,
                        temperature=spec.temperature, max_tokens=spec.max_tokens)
-    if spec.price_in is not None or spec.price_out is not None:
-        register_price(spec.model, spec.price_in or 0.0, spec.price_out or 0.0)
+    if (spec.price_in is None) != (spec.price_out is None):
+        raise ValueError("give both --price-in and --price-out (a missing one would price half the tokens at 0)")
+    if spec.price_in is not None:
+        register_price(spec.model, spec.price_in, spec.price_out)
     if len(spec.api_bases) > 1:
         from eir_dspy.lm.router import RouterEngine
 
         engine = RouterEngine(spec.model, list(spec.api_bases), max_tokens=spec.max_tokens,
                               timeout=spec.request_timeout, num_retries=spec.num_retries)
-        return dspy.LM(spec.model, engine=engine, temperature=spec.temperature, max_tokens=spec.max_tokens)
+        # The Router retries over endpoints; DSPy's own retries on top would multiply the attempts.
+        return dspy.LM(spec.model, engine=engine, temperature=spec.temperature, max_tokens=spec.max_tokens,
+                       num_retries=0)
     kwargs = {}
     if spec.api_bases:
         # LiteLLM sends OpenAI's newer `max_completion_tokens`; llama.cpp's server ignores it and
