@@ -64,7 +64,7 @@ def test_each_baseline_runs_on_a_real_question(method, tmp_path, monkeypatch, da
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     extra, within_bounds = BASELINES[method]
     out = run_module.main(["--data", str(data_dir), "--lm", "smollm2-135m", "--limit", "1", "--budget", "1",
-                           "--method", method, "--experiment", "integration", *extra])
+                           "--method", method, "--max-tokens", "256", "--experiment", "integration", *extra])
     (record,) = out["records"]
     assert record["error"] is None, record["error"]
     assert record["prompt_tokens"] > 100 and within_bounds(record["calls_by_role"], 1), record["calls_by_role"]
@@ -81,7 +81,7 @@ def test_corpus_setting_on_a_real_question(method, tmp_path, monkeypatch, data_d
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     monkeypatch.setenv("EIR_INDEX_DIR", str(tmp_path / "index"))
     out = run_module.main(["--data", str(data_dir), "--lm", "smollm2-135m", "--limit", "1", "--setting", "corpus",
-                           "--method", method, "--experiment", "integration"])
+                           "--method", method, "--max-tokens", "256", "--experiment", "integration"])
     (record,) = out["records"]
     assert record["error"] is None, record["error"]
     assert json.loads((tmp_path / "index" / "corpus.json").read_text())["paragraphs"] > 5000
