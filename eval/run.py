@@ -59,7 +59,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-tokens", type=_positive, default=2048)
     p.add_argument("--decoding", default=None, choices=DECODINGS,
                    help="strict: per-call grammars (enums of real titles, caps); schema: the signature's JSON schema "
-                        "only; free: no grammar, JSON by prompt (default: free for the embedded model; for an API "
+                        "only; free: no grammar, JSON by prompt (default: schema for the embedded model; for an API "
                         "model schema where it takes one, else free). README: Decoding")
     p.add_argument("--budget", type=_positive, default=6, help="H: paragraph reads per question")
     p.add_argument("--verifier-temperature", type=float, default=None,

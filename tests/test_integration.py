@@ -18,7 +18,7 @@ def data_dir():
     return Path(path).resolve()
 
 
-@pytest.mark.parametrize("decoding", ["free", "schema", "strict"])  # free: the embedded model's default
+@pytest.mark.parametrize("decoding", ["schema", "free", "strict"])  # schema: the embedded model's default
 def test_eir_on_two_real_questions_logs_an_mlflow_run(decoding, tmp_path, monkeypatch, data_dir):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
     import eval.run as run_module

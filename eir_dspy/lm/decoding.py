@@ -24,7 +24,7 @@ from dspy.adapters.json_adapter import _get_structured_outputs_response_format
 DECODINGS = ("strict", "schema", "free")
 # The embedded model's default, chosen by measurement (README, "Decoding"): the most faithful
 # mode that still gives usable behaviour.
-LOCAL_DEFAULT = "free"
+LOCAL_DEFAULT = "schema"
 
 logger = logging.getLogger(__name__)
 
