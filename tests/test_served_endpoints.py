@@ -52,6 +52,7 @@ def test_one_run_over_two_llama_cpp_servers_matches_one_server(tmp_path, monkeyp
     data = os.environ.get("EIR_DATA_DIR")
     if not data or not Path(data).is_dir():
         pytest.fail("set EIR_DATA_DIR to the benchmark data directory (e.g. ../shared/data/raw)")
+    data = Path(data).resolve()  # before chdir: the variable may be relative (.ci/run sets ../shared/data/raw)
     import eval.run as run_module
     from eir_dspy.lm.local_models import model_path
 
@@ -65,7 +66,7 @@ def test_one_run_over_two_llama_cpp_servers_matches_one_server(tmp_path, monkeyp
         def run(urls: list[str], cache_dir: str) -> dict:
             # A fresh DSPy cache per run: each run's calls really reach the servers.
             monkeypatch.setenv("DSPY_CACHEDIR", str(tmp_path / cache_dir))
-            return run_module.main(["--lm", "openai/smollm2", "--api-base", *urls, "--data", str(Path(data).resolve()),
+            return run_module.main(["--lm", "openai/smollm2", "--api-base", *urls, "--data", str(data),
                                     "--limit", str(LIMIT), "--budget", str(BUDGET), "--max-tokens", "48",
                                     "--decoding", "free", "--threads", "2", "--experiment", "served"])
         one = run([servers[0][1]], "cache-one")
