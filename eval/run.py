@@ -147,8 +147,9 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit(f"error: {exc}") from None
         config = {"method": args.method, "dataset": args.dataset, "data_file": data_file and str(data_file), "n": args.limit,
                   "seed": args.seed, "lm_model": args.lm,
-                  "lm_path": args.lm_path, "api_base": args.api_base, "price_in": args.price_in, "price_out": args.price_out, "temperature": args.temperature,
-                  "max_tokens": args.max_tokens, "decoding": args.decoding, "request_timeout": args.request_timeout, "budget": args.budget,
+                  "lm_path": args.lm_path, "api_base": args.api_base, "price_in": args.price_in,
+                  "price_out": args.price_out, "temperature": args.temperature, "max_tokens": args.max_tokens,
+                  "decoding": args.decoding, "request_timeout": args.request_timeout, "budget": args.budget,
                   "threads": args.threads, "options": method_options(args), "setting": args.setting, "index": args.index}
     try:
         questions = load_questions(config["dataset"], config["data_file"], limit=config["n"], seed=config["seed"])

@@ -40,8 +40,8 @@ def summarize(records: list[dict]) -> dict[str, float]:
 
 
 def behaviour(records: list[dict]) -> dict[str, float]:
-    """How the agent acted, beyond its score: rejected turns by cause (share of all turns), submits
-    made while reads were left, and for EIR how it used its two lists. A key is left out when no
+    """How the agent acted, beyond its score: rejected turns by cause (share of all turns), title
+    fallbacks, submits made before the last turn, and for EIR how it used its two lists. A key is left out when no
     record has what it needs (older records, or a method without lists)."""
     out: dict[str, float] = {}
     turns = sum(r["turns"] for r in records)

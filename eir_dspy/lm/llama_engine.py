@@ -21,9 +21,9 @@ def _bounded_ram_cache():
     from llama_cpp import LlamaRAMCache
 
     class BoundedRAMCache(LlamaRAMCache):
-        """LlamaRAMCache counts only the KV bytes of a state, but each state also holds a copy of the
-        logits buffer (n_batch x n_vocab floats: 311 MB for Qwen2.5), so its 2 GiB cap never bit and
-        a 12-turn corpus run grew past 14 GB. Count every array a state keeps."""
+        """LlamaRAMCache counts only the KV bytes of a state; count every array a state keeps. (Its
+        logits copy, 311 MB for Qwen2.5, once let a 12-turn corpus run grow past 14 GB; the engine now
+        saves states without it, and this count stays right whatever a state holds.)"""
 
         @property
         def cache_size(self) -> int:
@@ -58,7 +58,7 @@ class LlamaEngine:
         # each find their own long system prompt already evaluated.
         self._llama.set_cache(_bounded_ram_cache()(capacity_bytes=2 << 30))
         self._lock = threading.Lock()
-        # Set `trace` to a list to get one CallStats dict per call (benchmarks/eir_time_by_role.py).
+        # Set `trace` to a list to get one dict of timings and token counts per call (benchmarks/eir_time_by_role.py).
         self.trace: list[dict] | None = None
         self._evals: list[tuple[int, float]] = []
         self._no_logits = None
