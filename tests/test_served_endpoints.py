@@ -9,6 +9,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import dspy
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -60,18 +61,20 @@ def test_one_run_over_two_llama_cpp_servers_matches_one_server(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    # No DSPy response cache: every call must reach a server. (~/.dspy_cache outlives earlier runs
+    # of this test, and DSPY_CACHEDIR is read only when dspy is first imported.)
+    monkeypatch.setattr(dspy, "cache", dspy.cache)  # restored after the test
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     logs = [tmp_path / f"server{i}.log" for i in range(2)]
     servers = [start_server(model, log) for log in logs]
     try:
-        def run(urls: list[str], cache_dir: str) -> dict:
-            # A fresh DSPy cache per run: each run's calls really reach the servers.
-            monkeypatch.setenv("DSPY_CACHEDIR", str(tmp_path / cache_dir))
+        def run(urls: list[str]) -> dict:
             return run_module.main(["--lm", "openai/smollm2", "--api-base", *urls, "--data", str(data),
                                     "--limit", str(LIMIT), "--budget", str(BUDGET), "--max-tokens", "48",
                                     "--decoding", "free", "--threads", "2", "--experiment", "served"])
-        one = run([servers[0][1]], "cache-one")
+        one = run([servers[0][1]])
         alone = served(logs[0])
-        two = run([url for _, url in servers], "cache-two")
+        two = run([url for _, url in servers])
     finally:
         for proc, _ in servers:
             proc.terminate()
@@ -79,7 +82,7 @@ def test_one_run_over_two_llama_cpp_servers_matches_one_server(tmp_path, monkeyp
             proc.wait(timeout=30)
     by_id = lambda out: {r["id"]: r for r in out["records"]}  # noqa: E731
     a, b = by_id(one), by_id(two)
-    assert all(r["error"] is None for r in [*a.values(), *b.values()])
+    assert all(r["error"] is None and r["cache_hits"] == 0 for r in [*a.values(), *b.values()])
     calls = sum(r["calls"] for r in b.values())
     assert alone == sum(r["calls"] for r in a.values()) > 0
     # Both servers answered part of the routed run, and together exactly its calls.
