@@ -31,6 +31,21 @@ class ConclusionUpdate(BaseModel):
     citations: list[Citation] = Field(default_factory=list)
 
 
+class DependentConclusionUpdate(ConclusionUpdate):
+    """A conclusion update that also names the earlier conclusions it follows from (the repair ablations)."""
+
+    depends_on: list[str] = Field(default_factory=list, description="ids of existing conclusions this one follows from")
+
+
+class ConclusionRevision(BaseModel):
+    """A repair call's output: the revised content of the one conclusion it was asked about."""
+
+    claim: str
+    status: Literal["supported", "retracted"] = "supported"
+    citations: list[Citation] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=list, description="ids of other existing conclusions it follows from")
+
+
 class Requirement(BaseModel):
     id: str
     text: str
@@ -42,6 +57,7 @@ class Conclusion(BaseModel):
     claim: str
     status: Literal["supported", "retracted"]
     citations: list[Citation]
+    depends_on: list[str] = Field(default_factory=list)
 
 
 class AgentLists:
@@ -68,6 +84,11 @@ class AgentLists:
             for c in update.citations:
                 if not evidence.has(c.title, c.sentence):
                     problems.append(f"citation ({c.title!r}, {c.sentence}) is not a sentence you have read")
+            for dep in getattr(update, "depends_on", ()):
+                if dep not in self.conclusions:
+                    problems.append(f"depends_on names conclusion {dep!r}, which does not exist")
+                elif dep == update.id:
+                    problems.append(f"conclusion {dep!r} cannot depend on itself")
         return problems
 
     def apply(
@@ -85,22 +106,48 @@ class AgentLists:
             self.requirements[rid] = Requirement(id=rid, text=u.text, status=u.status)
         for u in conclusion_updates:
             cid = u.id or f"C{len(self.conclusions) + 1}"
-            self.conclusions[cid] = Conclusion(id=cid, claim=u.claim, status=u.status, citations=list(u.citations))
+            kept = self.conclusions[cid].depends_on if cid in self.conclusions else []
+            depends_on = list(u.depends_on) if isinstance(u, DependentConclusionUpdate) else kept
+            self.conclusions[cid] = Conclusion(id=cid, claim=u.claim, status=u.status, citations=list(u.citations),
+                                               depends_on=depends_on)
         return []
+
+    def states(self) -> dict[str, tuple[str, str]]:
+        """Each conclusion's (claim, status): what a dependency repair watches for changes."""
+        return {cid: (c.claim, c.status) for cid, c in self.conclusions.items()}
+
+    def changed_since(self, before: dict[str, tuple[str, str]]) -> list[str]:
+        """Conclusions that existed in `before` and whose claim or status differs now."""
+        now = self.states()
+        return [cid for cid, state in before.items() if cid in now and now[cid] != state]
+
+    def dependents(self, changed: list[str]) -> list[str]:
+        """Every conclusion that depends on a changed one, directly or through others, nearest first."""
+        found, frontier = [], list(changed)
+        while frontier:
+            nxt = []
+            for cid, c in self.conclusions.items():
+                if cid not in found and cid not in changed and any(d in frontier for d in c.depends_on):
+                    found.append(cid)
+                    nxt.append(cid)
+            frontier = nxt
+        return found
 
     def render_requirements(self) -> str:
         if not self.requirements:
             return "(none yet: add one per fact the question needs)"
         return "\n".join(f"{r.id} [{r.status}] {r.text}" for r in self.requirements.values())
 
+    def render_one(self, cid: str) -> str:
+        c = self.conclusions[cid]
+        cites = ", ".join(f"{x.title}#{x.sentence}" for x in c.citations) or "no citations"
+        depends = f" depends on {', '.join(c.depends_on)}" if c.depends_on else ""
+        return f"{c.id} [{c.status}] {c.claim} ({cites}){depends}"
+
     def render_conclusions(self) -> str:
         if not self.conclusions:
             return "(none yet: add one for each needed fact a paragraph you read states, citing its sentences)"
-        lines = []
-        for c in self.conclusions.values():
-            cites = ", ".join(f"{x.title}#{x.sentence}" for x in c.citations) or "no citations"
-            lines.append(f"{c.id} [{c.status}] {c.claim} ({cites})")
-        return "\n".join(lines)
+        return "\n".join(self.render_one(cid) for cid in self.conclusions)
 
     def snapshot(self) -> dict:
         return {

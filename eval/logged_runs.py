@@ -21,13 +21,14 @@ class LoggedRun:
     run_id: str
     experiment_id: str
     name: str
-    method: str
+    method: str  # the run's variant (eval.tracking.variant): what comparisons pair by
     dataset: str
     lm: str
     budget: int
     start_time: int
     metrics: dict[str, float]
     records: tuple[dict, ...]  # in the run's question order
+    sweep: str = ""  # the variant without H: the runs of one budget sweep share it
 
     @property
     def column(self) -> tuple[str, str]:
@@ -45,13 +46,14 @@ def load_run(run: Run) -> LoggedRun:
         run_id=run.info.run_id,
         experiment_id=run.info.experiment_id,
         name=run.info.run_name,
-        method=tracking.method_label(config),
+        method=tracking.variant(config),
         dataset=config["dataset"],
         lm=config["lm"],
         budget=int(config["budget"]),
         start_time=run.info.start_time,
         metrics=dict(run.data.metrics),
         records=tuple(_results(run)),
+        sweep=tracking.without_budget(config),
     )
 
 

@@ -31,6 +31,7 @@ from eval.records import ResultsFile, wall_time
 from eval.scheduler import run_all
 from eval.summary import format_table, summarize
 from programs import CORPUS_METHODS, METHODS
+from programs.eir_policy import ABLATIONS
 
 SETTINGS = ("pool", "corpus")
 
@@ -62,6 +63,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "only; free: no grammar, JSON by prompt (default: schema for the embedded model; for an API "
                         "model schema where it takes one, else free). README: Decoding")
     p.add_argument("--budget", type=_positive, default=6, help="H: paragraph reads per question")
+    p.add_argument("--ablation", default=None, choices=ABLATIONS,
+                   help="eir: no-list-feedback (the lists are kept but never shown again, E.2); repair / "
+                        "repair-unapplied (dependency repair with its changes applied / discarded, E.3). README: Ablations")
     p.add_argument("--verifier-temperature", type=float, default=None,
                    help="ssr: temperature of the verifier votes (default 0.7 in the pool, 0.0 in the corpus)")
     p.add_argument("--votes", type=_positive, default=3, help="ssr: verifier judgments per step")
@@ -83,7 +87,10 @@ def method_options(args: argparse.Namespace) -> dict:
     verifier_temperature = args.verifier_temperature
     if verifier_temperature is None:
         verifier_temperature = 0.0 if args.setting == "corpus" else 0.7
-    given = {"verifier_temperature": verifier_temperature, "votes": args.votes, "trials": args.trials}
+    if args.ablation is not None and "ablation" not in accepted:
+        raise SystemExit(f"error: --ablation is an EIR ablation; --method {args.method} has none")
+    given = {"verifier_temperature": verifier_temperature, "votes": args.votes, "trials": args.trials,
+             "ablation": args.ablation or "none"}
     return {k: v for k, v in given.items() if k in accepted}
 
 

@@ -40,8 +40,34 @@ def method_label(config: dict) -> str:
     return config.get("label") or config["method"]
 
 
+DEFAULT_BUDGET = 6  # the paper's H: a variant names its H only when it differs
+_OPTION_NAMES = {"verifier_temperature": "T"}  # short names in variants; others keep their own
+
+
+def variant(config: dict) -> str:
+    """Everything that makes a run its own condition, as one name: the method label (with setting
+    and decoding), the ablation, H where it is not the paper's 6, and the method's options;
+    e.g. `eir`, `eir H=8`, `eir no-list-feedback`, `ssr votes=3 T=0.7`. Comparisons pair runs by it."""
+    options = dict(config.get("options", {}))
+    parts = [method_label(config)]
+    ablation = options.pop("ablation", None)
+    if ablation and ablation != "none":
+        parts.append(ablation)
+    if int(config["budget"]) != DEFAULT_BUDGET:
+        parts.append(f"H={config['budget']}")
+    parts += [f"{_OPTION_NAMES.get(k, k)}={v:g}" if isinstance(v, float) else f"{_OPTION_NAMES.get(k, k)}={v}"
+              for k, v in sorted(options.items(), key=lambda kv: (kv[0] != "votes", kv[0]))]
+    return " ".join(parts)
+
+
+def without_budget(config: dict) -> str:
+    """The variant with H left out: the runs of one budget sweep share it."""
+    return variant({**config, "budget": DEFAULT_BUDGET})
+
+
 def run_name(config: dict) -> str:
-    return f"{method_label(config)} / {config['dataset']} / {config['lm']} / H={config['budget']}"
+    name = f"{variant(config)} / {config['dataset']} / {config['lm']}"
+    return name if int(config["budget"]) != DEFAULT_BUDGET else f"{name} / H={config['budget']}"
 
 
 def setting_label(name: str, config: dict) -> str:
@@ -58,7 +84,7 @@ def log_config(config: dict) -> None:
     """Params named the same for every method, so MLflow's compare view lines runs up."""
     mlflow.log_params({
         "method": method_label(config), "dataset": config["dataset"], "n": config["n"], "seed": config["seed"],
-        "lm": config["lm"], "temperature": config["temperature"], "max_tokens": config["max_tokens"],
+        "variant": variant(config), "lm": config["lm"], "temperature": config["temperature"], "max_tokens": config["max_tokens"],
         "request_timeout": config.get("request_timeout"),
         "H": config["budget"], "data_file": config["data_file"], "threads": config["threads"],
         "adapter": "JSONAdapter", "decoding": config.get("decoding"),
@@ -66,8 +92,8 @@ def log_config(config: dict) -> None:
         "price_in": config.get("price_in"), "price_out": config.get("price_out"), **config.get("options", {}),
         "setting": config.get("setting", "pool"), "index": config.get("index"),
     })
-    mlflow.set_tags({CONFIG_TAG: json.dumps(config), "method": method_label(config), "dataset": config["dataset"],
-                     "lm": config["lm"]})
+    mlflow.set_tags({CONFIG_TAG: json.dumps(config), "method": method_label(config), "variant": variant(config),
+                     "dataset": config["dataset"], "lm": config["lm"]})
 
 
 def resumable_run(run_id: str) -> str:

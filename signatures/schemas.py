@@ -32,8 +32,13 @@ def _citations(read_titles: list[str], max_items: int) -> dict:
     return {"type": "array", "items": item, "maxItems": max_items}
 
 
-def _list_updates(read_titles: list[str]) -> dict:
-    """EIR's two list-update fields, the same in both settings."""
+def _depends_on(conclusion_ids: list[str]) -> dict:
+    return {"type": "array", "items": {"enum": list(conclusion_ids)}, "maxItems": 3} if conclusion_ids else {"const": []}
+
+
+def _list_updates(read_titles: list[str], conclusion_ids: list[str] | None = None) -> dict:
+    """EIR's two list-update fields, the same in both settings; with `conclusion_ids` (the repair
+    ablations) each conclusion also names the existing conclusions it depends on."""
     requirement = {
         "type": "object",
         "properties": {"id": _ID, "text": _TEXT, "status": {"enum": ["open", "satisfied"]}},
@@ -45,12 +50,15 @@ def _list_updates(read_titles: list[str]) -> dict:
                        "citations": _citations(read_titles, 3)},
         "required": ["id", "claim", "status", "citations"],
     }
+    if conclusion_ids is not None:
+        conclusion["properties"]["depends_on"] = _depends_on(conclusion_ids)
+        conclusion["required"].append("depends_on")
     return {"requirement_updates": {"type": "array", "items": requirement, "maxItems": 3},
             "conclusion_updates": {"type": "array", "items": conclusion, "maxItems": 3}}
 
 
-def _eir_schema(read_titles: list[str], action: dict) -> dict:
-    return {"type": "object", "properties": {**_list_updates(read_titles), "action": action},
+def _eir_schema(read_titles: list[str], action: dict, conclusion_ids: list[str] | None = None) -> dict:
+    return {"type": "object", "properties": {**_list_updates(read_titles, conclusion_ids), "action": action},
             "required": ["requirement_updates", "conclusion_updates", "action"]}
 
 
@@ -61,11 +69,13 @@ _SEARCH = {"type": "object", "properties": {"kind": {"const": "search"}, "query"
            "required": ["kind", "query"]}
 
 
-def eir_turn_schema(unread_titles: list[str], read_titles: list[str], reads_left: int) -> dict:
+def eir_turn_schema(unread_titles: list[str], read_titles: list[str], reads_left: int,
+                    conclusion_ids: list[str] | None = None) -> dict:
     read = {"type": "object", "properties": {"kind": {"const": "read"}, "title": _title_enum(unread_titles)},
             "required": ["kind", "title"]}
     # Once no read is allowed, submit is the only valid action: decode nothing else.
-    return _eir_schema(read_titles, {"anyOf": [read, _SUBMIT]} if unread_titles and reads_left > 0 else _SUBMIT)
+    return _eir_schema(read_titles, {"anyOf": [read, _SUBMIT]} if unread_titles and reads_left > 0 else _SUBMIT,
+                       conclusion_ids)
 
 
 def _read_id(unread_ids: list[str]) -> dict:
@@ -81,8 +91,23 @@ def search_choices(unread_ids: list[str], can_read: bool, last_turn: bool, submi
     return {"anyOf": options}
 
 
-def eir_search_turn_schema(unread_ids: list[str], read_titles: list[str], reads_left: int, last_turn: bool) -> dict:
-    return _eir_schema(read_titles, search_choices(unread_ids, reads_left > 0, last_turn, _SUBMIT))
+def eir_search_turn_schema(unread_ids: list[str], read_titles: list[str], reads_left: int, last_turn: bool,
+                           conclusion_ids: list[str] | None = None) -> dict:
+    return _eir_schema(read_titles, search_choices(unread_ids, reads_left > 0, last_turn, _SUBMIT), conclusion_ids)
+
+
+def repair_schema(read_titles: list[str], other_ids: list[str]) -> dict:
+    """A repair call's revision of one conclusion (`other_ids`: the conclusions it may depend on)."""
+    revision = {"type": "object",
+                "properties": {"claim": _TEXT, "status": {"enum": ["supported", "retracted"]},
+                               "citations": _citations(read_titles, 3), "depends_on": _depends_on(other_ids)},
+                "required": ["claim", "status", "citations", "depends_on"]}
+    return {"type": "object", "properties": {"revision": revision}, "required": ["revision"]}
+
+
+def refresh_schema() -> dict:
+    return {"type": "object", "properties": {"requirement_updates": _list_updates([])["requirement_updates"]},
+            "required": ["requirement_updates"]}
 
 
 def final_answer_schema(read_titles: list[str]) -> dict:

@@ -154,7 +154,8 @@ def test_reflexion_logs_oracle_and_first_trial_as_two_runs(workdir, monkeypatch)
     out = run_module.main(ARGS + ["--method", "reflexion", "--trials", "2"])
     main = mlflow.get_run(out["run_id"])
     assert main.data.params["method"] == "reflexion_oracle" and main.data.params["trials"] == "2"
-    assert main.info.run_name == "reflexion_oracle / hotpotqa / local/scripted / H=6"
+    assert main.info.run_name == "reflexion_oracle trials=2 / hotpotqa / local/scripted / H=6"
+    assert main.data.params["variant"] == main.data.tags["variant"] == "reflexion_oracle trials=2"
     assert main.data.metrics["em"] == pytest.approx(200 / 3)  # q1 in trial 1, q3 in trial 2, q2 never
     # q1: 2 calls; q2 and q3: two trials of 2 calls plus one reflection.
     assert main.data.metrics["calls_per_question"] == pytest.approx((2 + 5 + 5) / 3)
@@ -163,7 +164,7 @@ def test_reflexion_logs_oracle_and_first_trial_as_two_runs(workdir, monkeypatch)
                                   output_format="list")
     assert len(variants) == 1
     first = variants[0]
-    assert first.data.params["method"] == "reflexion_first" and first.info.run_name.startswith("reflexion_first / ")
+    assert first.data.params["method"] == "reflexion_first" and first.info.run_name.startswith("reflexion_first trials=2 / ")
     assert first.data.metrics["em"] == pytest.approx(100 / 3) and first.data.metrics["calls_per_question"] == 2.0
     names = {a.path for a in mlflow.MlflowClient().list_artifacts(first.info.run_id)}
     assert {"per_question.json", "trajectories.json", "reflexion_first.jsonl"} <= names

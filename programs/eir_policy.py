@@ -1,0 +1,72 @@
+"""EIR's per-turn policy on the shared episode loop: one LM call updates the two lists and picks
+the action; the lists are validated all-or-nothing before the action executes."""
+
+from __future__ import annotations
+
+import dspy
+
+from eir_dspy.accounting import lm_call
+from eir_dspy.episode import Action, Episode, Proposal
+from eir_dspy.state import AgentLists
+from programs.direct import to_action
+from signatures.schemas import eir_search_turn_schema, eir_turn_schema, grammar_config
+
+ABLATIONS = ("none", "no-list-feedback", "repair", "repair-unapplied")  # Appendix E.2 and E.3
+HIDDEN_LISTS = "(not shown)"  # what the list-feedback control's prompts hold in place of the lists
+
+
+class EIRPolicy:
+    """EIR's turn. `show_lists=False` is the list-feedback control (E.2): the updates are proposed,
+    validated and kept exactly as in EIR, but no later prompt shows the lists or what was discarded."""
+
+    def __init__(self, predict: dspy.Predict, show_lists: bool = True) -> None:
+        self.predict = predict
+        self.show_lists = show_lists
+        self.lists = AgentLists()
+        self.updates = {"applied": 0, "discarded": 0}  # turns whose non-empty list updates were kept / thrown out
+
+    def view(self, episode: Episode) -> tuple[dict, dict]:
+        """What the agent sees of its environment, and the grammar of its turn output."""
+        env, read = episode.env, list(episode.evidence.titles)
+        if env.setting == "corpus":
+            return ({"search_results": env.render_found()},
+                    grammar_config("eir_turn", lambda: eir_search_turn_schema(env.unread_ids, read, episode.reads_left,
+                                                                              episode.on_last_turn, self.dependency_ids)))
+        unread = list(env.unread_titles)
+        return ({"unread_titles": "\n".join(unread) or "(all paragraphs have been read)"},
+                grammar_config("eir_turn", lambda: eir_turn_schema(unread, read, episode.reads_left, self.dependency_ids)))
+
+    @property
+    def dependency_ids(self) -> list[str] | None:
+        """The ids a conclusion update may depend on; None where conclusions name no dependencies."""
+        return None
+
+    def propose(self, episode: Episode) -> Proposal:
+        seen, config = self.view(episode)
+        out = lm_call(
+            "action", self.predict,  # the same role name as every method's per-turn call
+            question=episode.question,
+            **seen,
+            requirements=self.lists.render_requirements() if self.show_lists else HIDDEN_LISTS,
+            conclusions=self.lists.render_conclusions() if self.show_lists else HIDDEN_LISTS,
+            last_result=episode.last_feedback,
+            config=config,
+        )
+        return Proposal(to_action(out.action), payload=(out.requirement_updates, out.conclusion_updates))
+
+    def check(self, action: Action, episode: Episode) -> str | None:
+        return None  # EIR's answer comes from the final call, so any submit is acceptable
+
+    def commit(self, proposal: Proposal, episode: Episode) -> list[str]:
+        # Citations are checked against evidence read BEFORE this turn's action executes.
+        requirement_updates, conclusion_updates = proposal.payload
+        problems = self.lists.apply(requirement_updates, conclusion_updates, episode.evidence)
+        if requirement_updates or conclusion_updates:
+            self.updates["discarded" if problems else "applied"] += 1
+        if problems and self.show_lists:
+            return ["Your list updates were discarded (all of them): " + "; ".join(problems)]
+        return []
+
+    def record(self) -> dict:
+        """What the trajectory keeps of this policy's own state."""
+        return {**self.lists.snapshot(), "list_updates": dict(self.updates)}
