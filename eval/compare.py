@@ -1,9 +1,10 @@
 """`python -m eval.compare`: the paper's tables, paired statistics and plots over eval.run's MLflow runs.
 
 Prints Table 1 (per dataset × LM: Answer F1 and calls/question, marked where a baseline is
-significantly below the reference after Holm), the pairwise statistics behind the marks, Table 9
-(averages and ratios to the reference) and evidence availability; writes the plots; logs it all
-as one MLflow comparison run (markdown, CSV, PNG artifacts, and the numbers as metrics).
+significantly below the reference after Holm), the pairwise statistics of every Holm family, Table 9
+(averages and ratios to the reference), evidence availability and the ablation tables (10-14) whose
+family has comparisons; writes the plots; logs it all as one MLflow comparison run (markdown, CSV,
+PNG artifacts, and the numbers as metrics).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from pathlib import Path
 import mlflow
 
 from eval import tracking
+from eval.ablation_tables import ablation_files
 from eval.comparison import Grid, compare
 from eval.error_analysis import Availability, availability_table, evidence_availability, question_diff
+from eval.families import H_SWEEP, Family, FamilyError, checked, load_families, parse_cli_family
 from eval.logged_runs import LoggedRun, SelectionError, select_runs
-from eval.plots import evidence_bars, f1_vs_calls
+from eval.plots import evidence_bars, f1_em_vs_h, f1_vs_calls
 from eval.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from eval.tables import comparison_details, comparisons_csv, support_table, table1, table9
 
@@ -33,7 +36,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--runs", nargs="+", metavar="RUN_ID", help="compare exactly these runs instead")
     p.add_argument("--methods", nargs="+", help="keep only these methods (labels, e.g. eir direct reflexion_first)")
     p.add_argument("--reference", default="eir", help="the method every other method is compared against")
-    p.add_argument("--family", default=None, help="name of the Holm family (default: <reference>_vs_baselines)")
+    p.add_argument("--families", metavar="FILE.toml",
+                   help="Holm families from the [[families]] tables of a grid TOML file (name, compare, per_column)")
+    p.add_argument("--family", action="append", nargs="+", metavar=("NAME", "A vs B"),
+                   help='a Holm family of its own: --family h_sweep "eir H=8 vs eir" ... (repeatable). With '
+                        "--families or --family only the families named are tested; else the reference against "
+                        "its baselines, its H sweep, list-feedback control and repair ablations")
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--intersection", action="store_true",
                    help="pair runs on the questions they share instead of refusing different question sets")
@@ -45,6 +53,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def families(args: argparse.Namespace) -> list[Family] | None:
+    """The families asked for on the command line, or None for the default ones."""
+    if not args.families and not args.family:
+        return None
+    found = (load_families(args.families) if args.families else []) + [parse_cli_family(f) for f in args.family or []]
+    return checked(found, "--families / --family")
+
+
 def report(grid: Grid, availability: list[Availability]) -> dict[str, str]:
     """Every text artifact of the comparison, by file name."""
     files = {
@@ -54,22 +70,24 @@ def report(grid: Grid, availability: list[Availability]) -> dict[str, str]:
         "support.md": f"# Supporting facts and joint scores\n\n{support_table(grid)}\n",
         "evidence_availability.md": f"# Evidence availability of errors\n\n{availability_table(availability)}\n",
         "comparisons.csv": comparisons_csv(grid),
+        **ablation_files(grid),
     }
-    for c in grid.comparisons:
-        name = f"diff_{grid.reference}_vs_{c.method}_{_slug(c.column[0])}_{_slug(c.column[1])}.md"
-        files[name] = question_diff(grid.run(grid.reference, c.column), grid.run(c.method, c.column)) + "\n"
+    for c in grid.of_family(grid.family):
+        name = f"diff_{_slug(c.reference)}_vs_{_slug(c.method)}_{_slug(c.column[0])}_{_slug(c.column[1])}.md"
+        files[name] = question_diff(grid.run(c.reference, c.column), grid.run(c.method, c.column)) + "\n"
     return files
 
 
 def comparison_metrics(grid: Grid) -> dict[str, float]:
-    """The comparison's numbers under names the MLflow UI can chart: <stat>/<baseline>/<dataset>/<lm>."""
+    """The comparison's numbers under names the MLflow UI can chart: <stat>/<family>/<A> vs <B>/<dataset>/<lm>."""
     out = {}
     for c in grid.comparisons:
-        key = f"{c.method}/{c.column[0]}/{c.column[1]}"
+        key = f"{c.family}/{c.reference} vs {c.method}/{c.column[0]}/{c.column[1]}"
         out.update({f"f1_diff/{key}": c.f1.diff, f"f1_ci_low/{key}": c.f1.low, f"f1_ci_high/{key}": c.f1.high,
                     f"f1_p/{key}": c.f1.p, f"f1_p_holm/{key}": c.f1_holm.adjusted,
                     f"mcnemar_b/{key}": c.em.b, f"mcnemar_c/{key}": c.em.c, f"mcnemar_p/{key}": c.em.p,
-                    f"mcnemar_p_holm/{key}": c.em_holm.adjusted, f"n/{key}": len(c.ids)})
+                    f"mcnemar_p_holm/{key}": c.em_holm.adjusted, f"n/{key}": len(c.ids),
+                    f"family_size/{key}": c.family_size})
     out["comparisons"] = len(grid.comparisons)
     out["significant_f1"] = sum(c.f1_holm.significant for c in grid.comparisons)
     out["significant_em"] = sum(c.em_holm.significant for c in grid.comparisons)
@@ -83,7 +101,7 @@ def diff_runs(grid: Grid, a: str, b: str) -> list[tuple[LoggedRun, LoggedRun]]:
         return [(by_id[a], by_id[b])]
     pairs = [(grid.run(a, c), grid.run(b, c)) for c in grid.columns if grid.run(a, c) and grid.run(b, c)]
     if not pairs:
-        raise SelectionError(f"--diff {a} {b}: no column has runs of both (methods here: {grid.methods})")
+        raise SelectionError(f"--diff {a} {b}: no column has runs of both (methods here: {grid.variants})")
     return pairs
 
 
@@ -92,15 +110,17 @@ def main(argv: list[str] | None = None) -> dict:
     uri = tracking.use_tracking_uri()
     try:
         runs, notes = select_runs(args.experiment, args.runs, args.filter, args.methods)
-        grid = compare(runs, args.reference, args.family, args.alpha, args.intersection, args.resamples, args.seed)
+        grid = compare(runs, args.reference, families(args), args.alpha, args.intersection, args.resamples, args.seed)
         diffs = diff_runs(grid, *args.diff) if args.diff else []
-    except SelectionError as exc:
+    except (SelectionError, FamilyError) as exc:
         raise SystemExit(f"error: {exc}") from None
     grid.notes[:0] = notes
     availability = [evidence_availability(grid.runs[k]) for k in sorted(grid.runs)]
     files = report(grid, availability)
-    for name in ("table1.md", "statistics.md", "table9.md", "support.md", "evidence_availability.md"):
-        print(files[name])
+    for name in ("table1.md", "statistics.md", "table9.md", "support.md", "evidence_availability.md",
+                 *(f"table{k}.md" for k in range(10, 15))):
+        if name in files:
+            print(files[name])
     for a, b in diffs:
         print(question_diff(a, b) + "\n")
     for note in grid.notes:
@@ -110,7 +130,7 @@ def main(argv: list[str] | None = None) -> dict:
     run_id = None
     if not args.no_log:
         # Logged beside the compared runs (the first one's experiment when they are given by id).
-        with mlflow.start_run(experiment_id=runs[0].experiment_id, run_name=f"compare: {grid.reference} vs {len(grid.methods) - 1} methods "
+        with mlflow.start_run(experiment_id=runs[0].experiment_id, run_name=f"compare: {grid.reference} vs {len(grid.variants) - 1} variants "
                                        f"/ {len(grid.columns)} columns") as run:
             run_id = run.info.run_id
     out = Path(args.out) / (run_id or time.strftime("%Y%m%d-%H%M%S"))
@@ -118,11 +138,14 @@ def main(argv: list[str] | None = None) -> dict:
     for name, text in files.items():
         (out / name).write_text(text)
     plots = [f1_vs_calls(grid, out / "f1_vs_calls.png"), evidence_bars(availability, out / "evidence_availability.png")]
+    if grid.of_family(H_SWEEP):
+        plots.append(f1_em_vs_h(grid, out / "fig6_f1_em_vs_h.png"))
     if run_id:
         with mlflow.start_run(run_id=run_id):
+            names = ", ".join(f.name for f in grid.families)
             mlflow.set_tags({tracking.KIND_TAG: tracking.COMPARISON_KIND, "reference": grid.reference,
-                             "family": grid.family, "eir.compared_runs": json.dumps(sorted(r.run_id for r in runs))})
-            mlflow.log_params({"reference": grid.reference, "family": grid.family, "alpha": grid.alpha,
+                             "families": names, "eir.compared_runs": json.dumps(sorted(r.run_id for r in runs))})
+            mlflow.log_params({"reference": grid.reference, "families": names[:6000], "alpha": grid.alpha,
                                "intersection": grid.intersection, "bootstrap_resamples": grid.resamples,
                                "bootstrap_seed": grid.seed, "runs_compared": len(grid.runs),
                                "filter": args.filter or "(none)"})

@@ -1,7 +1,9 @@
-"""A reference method against each baseline, per (dataset, LM) column, with Holm over the family.
+"""Paired comparisons of two variants per (dataset, LM) column, Holm-adjusted within named families.
 
-Differences are reference minus baseline (positive: the reference is better). McNemar's b counts
-questions only the baseline got exactly right, c those only the reference got right.
+A comparison is (A, B, column): ΔF1 = A − B (positive: A is better). McNemar's b counts questions
+only B got exactly right, c those only A got right. The families say which comparisons are made
+and adjusted together (eval.families); by default the reference against its baselines, its budget
+sweep and its ablations.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import mean
 
+from eval.families import Family, baselines_name, default_families
 from eval.logged_runs import LoggedRun, SelectionError
 from eval.metrics import aggregate_defined
 from eval.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Adjusted, Bootstrap, McNemar, holm, mcnemar_exact, \
@@ -24,21 +27,23 @@ class QuestionSetMismatch(SelectionError):
 @dataclass(frozen=True)
 class Comparison:
     column: Column
-    method: str  # the baseline
-    reference: str
+    method: str  # B, the baseline side: ΔF1 = reference − method
+    reference: str  # A
     ids: tuple[str, ...]  # the paired questions
     f1: Bootstrap  # on the 0-100 scale
     em: McNemar
     f1_holm: Adjusted
     em_holm: Adjusted
+    family: str  # the Holm family (per-column families carry the column in the name)
+    family_size: int  # comparisons in that Holm family
 
     @property
     def key(self) -> str:
-        return comparison_key(self.method, self.column)
+        return comparison_key(self.reference, self.method, self.column)
 
     @property
     def verdict(self) -> str:
-        """'below' / 'above' when the baseline's F1 differs from the reference after Holm."""
+        """'below' / 'above' when B's F1 differs from A's after Holm."""
         if not self.f1_holm.significant or self.f1.diff == 0:
             return ""
         return "below" if self.f1.diff > 0 else "above"
@@ -46,10 +51,10 @@ class Comparison:
 
 @dataclass
 class Grid:
-    """Every selected run placed by (method, column), and the family of reference comparisons."""
+    """Every selected run placed by (variant, column), and the comparisons of every family."""
 
     reference: str
-    family: str
+    families: list[Family]
     alpha: float
     intersection: bool
     resamples: int
@@ -59,19 +64,43 @@ class Grid:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def family(self) -> str:
+        """The family of Table 1: the reference against its baselines."""
+        return baselines_name(self.reference)
+
+    @property
     def columns(self) -> list[Column]:
         return sorted({c for _, c in self.runs})
 
     @property
+    def variants(self) -> list[str]:
+        """Every variant placed, the reference first."""
+        return _reference_first(self.reference, {m for m, _ in self.runs})
+
+    @property
     def methods(self) -> list[str]:
-        others = sorted({m for m, _ in self.runs} - {self.reference})
-        return ([self.reference] if any(m == self.reference for m, _ in self.runs) else []) + others
+        """The rows of Tables 1 and 9: the reference and its baselines (B of the baselines family)."""
+        family = self.named(self.family)
+        baselines = {b for a, b in family.pairs if a == self.reference} if family else set()
+        return [m for m in _reference_first(self.reference, baselines | {self.reference}) if m in self.variants]
+
+    def named(self, name: str) -> Family | None:
+        return next((f for f in self.families if f.name == name), None)
+
+    def of_family(self, name: str) -> list[Comparison]:
+        """The comparisons of a family (of all its columns, for a per-column family)."""
+        family = self.named(name)
+        if family is None:
+            return []
+        return [c for c in self.comparisons if c.family == family.holm_name(c.column)]
 
     def run(self, method: str, column: Column) -> LoggedRun | None:
         return self.runs.get((method, column))
 
-    def comparison(self, method: str, column: Column) -> Comparison | None:
-        return next((c for c in self.comparisons if c.method == method and c.column == column), None)
+    def comparison(self, method: str, column: Column, family: str | None = None) -> Comparison | None:
+        """The comparison of B = `method` in `column` within `family` (default: the baselines family)."""
+        return next((c for c in self.of_family(family or self.family) if c.method == method and c.column == column),
+                    None)
 
 
 def place_runs(runs: list[LoggedRun]) -> tuple[dict[tuple[str, Column], LoggedRun], list[str]]:
@@ -104,38 +133,61 @@ def paired_ids(reference: LoggedRun, baseline: LoggedRun, intersection: bool) ->
     return tuple(shared)
 
 
-def compare(runs: list[LoggedRun], reference: str, family: str | None = None, alpha: float = 0.05,
+def compare(runs: list[LoggedRun], reference: str, families: list[Family] | None = None, alpha: float = 0.05,
             intersection: bool = False, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Grid:
+    """Every family's pairs in every column where both runs exist; without `families`, the default ones
+    (eval.families.default_families), which need a run of the reference."""
     placed, notes = place_runs(runs)
-    if not any(m == reference for m, _ in placed):
-        raise SelectionError(f"no run of the reference method {reference!r} among the selected runs "
-                             f"(methods: {sorted({m for m, _ in placed})}); pass --reference")
-    raw = []
-    for (method, column), run in sorted(placed.items()):
-        ref = placed.get((reference, column))
-        if method == reference:
-            continue
-        if ref is None:
-            notes.append(f"{method} on {column[0]} / {column[1]}: no {reference} run in that column, not compared")
-            continue
-        ids = paired_ids(ref, run, intersection)
-        ref_by, base_by = _by_id(ref), _by_id(run)
-        f1 = paired_bootstrap([100 * base_by[i]["answer_f1"] for i in ids], [100 * ref_by[i]["answer_f1"] for i in ids],
-                              resamples, seed)
-        em = mcnemar_exact([base_by[i]["em"] >= 1 for i in ids], [ref_by[i]["em"] >= 1 for i in ids])
-        raw.append((column, method, ids, f1, em))
-    keys = [comparison_key(m, c) for c, m, *_ in raw]
-    f1_holm = holm(dict(zip(keys, (r[3].p for r in raw))), alpha)
-    em_holm = holm(dict(zip(keys, (r[4].p for r in raw))), alpha)
-    comparisons = [Comparison(c, m, reference, ids, f1, em, f1_holm[k], em_holm[k])
-                   for k, (c, m, ids, f1, em) in zip(keys, raw)]
-    return Grid(reference, family or f"{reference}_vs_baselines", alpha, intersection, resamples, seed, placed,
-                comparisons, notes)
+    if families is None:
+        if not any(m == reference for m, _ in placed):
+            raise SelectionError(f"no run of the reference method {reference!r} among the selected runs "
+                                 f"(methods: {sorted({m for m, _ in placed})}); pass --reference")
+        families = default_families(placed.values(), reference)
+    comparisons = []
+    for family in families:
+        comparisons += _family_comparisons(family, placed, notes, alpha, intersection, resamples, seed)
+    return Grid(reference, families, alpha, intersection, resamples, seed, placed, comparisons, notes)
 
 
-def comparison_key(method: str, column: Column) -> str:
+def _family_comparisons(family: Family, placed: dict[tuple[str, Column], LoggedRun], notes: list[str], alpha: float,
+                        intersection: bool, resamples: int, seed: int) -> list[Comparison]:
+    columns = sorted({c for _, c in placed})
+    variants = {m for m, _ in placed}
+    raw = []  # (holm family, column, a, b, ids, f1, em)
+    for a, b in family.pairs:
+        absent = [v for v in (a, b) if v not in variants]
+        if absent:
+            notes.append(f"family {family.name}: {a} vs {b} not compared: no run of {absent[0]!r}")
+            continue
+        for column in columns:
+            run_a, run_b = placed.get((a, column)), placed.get((b, column))
+            if run_a is None or run_b is None:
+                if run_a or run_b:
+                    present, missing = (a, b) if run_a else (b, a)
+                    notes.append(f"{present} on {column[0]} / {column[1]}: no {missing} run in that column, "
+                                 f"not compared (family {family.name})")
+                continue
+            ids = paired_ids(run_a, run_b, intersection)
+            a_by, b_by = _by_id(run_a), _by_id(run_b)
+            f1 = paired_bootstrap([100 * b_by[i]["answer_f1"] for i in ids], [100 * a_by[i]["answer_f1"] for i in ids],
+                                  resamples, seed)
+            em = mcnemar_exact([b_by[i]["em"] >= 1 for i in ids], [a_by[i]["em"] >= 1 for i in ids])
+            raw.append((family.holm_name(column), column, a, b, ids, f1, em))
+    # Holm within each Holm family only: one for the family, or one per column.
+    out = []
+    for name in dict.fromkeys(r[0] for r in raw):
+        members = [r for r in raw if r[0] == name]
+        keys = [comparison_key(a, b, column) for _, column, a, b, *_ in members]
+        f1_holm = holm(dict(zip(keys, (r[5].p for r in members))), alpha)
+        em_holm = holm(dict(zip(keys, (r[6].p for r in members))), alpha)
+        out += [Comparison(column, b, a, ids, f1, em, f1_holm[k], em_holm[k], name, len(members))
+                for k, (_, column, a, b, ids, f1, em) in zip(keys, members)]
+    return out
+
+
+def comparison_key(a: str, b: str, column: Column) -> str:
     """The name of one comparison in its Holm family."""
-    return f"{method}|{column[0]}|{column[1]}"
+    return f"{a}|{b}|{column[0]}|{column[1]}"
 
 
 def run_means(run: LoggedRun) -> dict[str, float]:
@@ -156,6 +208,10 @@ def run_means(run: LoggedRun) -> dict[str, float]:
 
 def _by_id(run: LoggedRun) -> dict[str, dict]:
     return {r["id"]: r for r in run.records}
+
+
+def _reference_first(reference: str, variants: set[str]) -> list[str]:
+    return ([reference] if reference in variants else []) + sorted(variants - {reference})
 
 
 def _examples(ids: list[str]) -> str:

@@ -29,6 +29,8 @@ class LoggedRun:
     metrics: dict[str, float]
     records: tuple[dict, ...]  # in the run's question order
     sweep: str = ""  # the variant without H: the runs of one budget sweep share it
+    label: str = ""  # the method label alone (eval.tracking.method_label), without ablation, H or options
+    ablation: str = "none"  # the EIR ablation; runs logged before ablations existed had none
 
     @property
     def column(self) -> tuple[str, str]:
@@ -54,6 +56,8 @@ def load_run(run: Run) -> LoggedRun:
         metrics=dict(run.data.metrics),
         records=tuple(_results(run)),
         sweep=tracking.without_budget(config),
+        label=tracking.method_label(config),
+        ablation=config.get("options", {}).get("ablation") or "none",
     )
 
 

@@ -1,4 +1,4 @@
-"""The comparison's two figures, written as PNG (matplotlib, no display needed)."""
+"""The comparison's figures, written as PNG (matplotlib, no display needed)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import matplotlib.ticker
 matplotlib.use("Agg")  # headless: CI and servers have no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+from eval.ablation_tables import sweep_runs  # noqa: E402
 from eval.comparison import Grid, run_means  # noqa: E402
 from eval.error_analysis import Availability  # noqa: E402
 from eval.stats import mean_interval  # noqa: E402
@@ -21,7 +22,7 @@ MARKERS = "osD^vP*X"
 def f1_vs_calls(grid: Grid, path: Path) -> Path:
     """One point per run: Answer F1 (bootstrap 95% interval of the run's mean) against calls/question."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    colors = {m: f"C{i % 10}" for i, m in enumerate(grid.methods)}
+    colors = {m: f"C{i % 10}" for i, m in enumerate(grid.variants)}
     markers = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(grid.columns)}
     for (method, column), run in sorted(grid.runs.items()):
         m = run_means(run)
@@ -40,6 +41,26 @@ def f1_vs_calls(grid: Grid, path: Path) -> Path:
     ax.set_title("Answer F1 against cost (bars: bootstrap 95% interval)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
+    return _save(fig, path)
+
+
+def f1_em_vs_h(grid: Grid, path: Path) -> Path:
+    """Figure 6: Answer F1 and EM against the read budget H, one line per (dataset, LM) column."""
+    sweep = sweep_runs(grid)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    budgets = sorted({h for by_h in sweep.values() for h in by_h})
+    for i, (column, by_h) in enumerate(sorted(sweep.items())):
+        hs = sorted(by_h)
+        means = [run_means(by_h[h]) for h in hs]
+        for ax, key in zip(axes, ("answer_f1", "em")):
+            ax.plot(hs, [m[key] for m in means], marker=MARKERS[i % len(MARKERS)], label=column_name(column))
+    for ax, name in zip(axes, ("Answer F1", "EM")):
+        ax.set_xticks(budgets)
+        ax.set_xlabel("H (paragraph reads)")
+        ax.set_ylabel(name)
+        ax.set_title(f"{name} against H")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8, loc="best")
     return _save(fig, path)
 
 

@@ -142,7 +142,7 @@ def _positive(text: str) -> int:
     return value
 
 
-def main(argv: list[str] | None = None) -> dict:
+def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
     args = parse_args(argv)
     uri = tracking.setup(args.experiment)
     resume_id = tracking.resumable_run(args.resume) if args.resume else None
@@ -188,6 +188,8 @@ def main(argv: list[str] | None = None) -> dict:
     config["label"] = tracking.setting_label(getattr(program, "label", config["method"]), config)
 
     run_id = tracking.start_run(config, resume_id, args.out)
+    if tags:  # set as the run starts (eval.grid finds its cells by them)
+        mlflow.set_tags(tags)
     results = ResultsFile(Path(mlflow.get_run(run_id).data.tags[tracking.RESULTS_TAG]))
     try:
         records, metrics = run_questions(program, lm, questions, corpus, config, run_id, results,

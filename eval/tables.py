@@ -45,25 +45,27 @@ def table1(grid: Grid) -> str:
     ns = ", ".join(f"{column_name(c)}: n={len(grid.run(grid.reference, c).records)}" for c in grid.columns
                    if grid.run(grid.reference, c))
     note = (f"{BELOW} / {ABOVE}: Answer F1 significantly below / above {grid.reference} in the same column "
-            f"(paired bootstrap, Holm over the {len(grid.comparisons)} comparisons of family "
+            f"(paired bootstrap, Holm over the {len(grid.of_family(grid.family))} comparisons of family "
             f"'{grid.family}', alpha {grid.alpha}). Questions: {ns}.")
     return markdown(head, rows) + "\n\n" + note
 
 
 def comparison_details(grid: Grid) -> str:
-    head = ["column", "baseline", "n", f"ΔF1 ({grid.reference} − baseline) [95% CI]", "p", "p Holm",
+    """Every comparison of every family, with the Holm family it was adjusted in."""
+    head = ["family (size)", "column", "A", "B", "n", "ΔF1 (A − B) [95% CI]", "p", "p Holm",
             "EM b / c", "McNemar p", "p Holm"]
     rows = []
     for c in grid.comparisons:
-        rows.append([column_name(c.column), c.method, str(len(c.ids)),
-                     f"{c.f1.diff:+.1f} [{c.f1.low:+.1f}, {c.f1.high:+.1f}]", _p(c.f1.p),
-                     _p(c.f1_holm.adjusted) + (" ✓" if c.f1_holm.significant else ""),
-                     f"{c.em.b} / {c.em.c}", _p(c.em.p), _p(c.em_holm.adjusted) + (" ✓" if c.em_holm.significant else "")])
+        rows.append([f"{c.family} ({c.family_size})", column_name(c.column), c.reference, c.method, str(len(c.ids)),
+                     f"{c.f1.diff:+.1f} [{c.f1.low:+.1f}, {c.f1.high:+.1f}]", fmt_p(c.f1.p),
+                     fmt_p(c.f1_holm.adjusted) + (" ✓" if c.f1_holm.significant else ""),
+                     f"{c.em.b} / {c.em.c}", fmt_p(c.em.p),
+                     fmt_p(c.em_holm.adjusted) + (" ✓" if c.em_holm.significant else "")])
     note = (f"Bootstrap: {grid.resamples:,} resamples of the paired questions, seed {grid.seed}, percentile "
-            f"interval. McNemar: exact two-sided; b = only the baseline exact, c = only {grid.reference} exact. "
-            f"✓: significant at {grid.alpha} after Holm over family '{grid.family}'."
+            f"interval. McNemar: exact two-sided; b = only B exact, c = only A exact. "
+            f"✓: significant at {grid.alpha} after Holm within the comparison's family (size: its comparisons)."
             + (" Compared on the questions both runs share (--intersection)." if grid.intersection else ""))
-    return markdown(head, rows) + "\n\n" + note if rows else f"(no baseline runs to compare with {grid.reference})"
+    return markdown(head, rows) + "\n\n" + note if rows else f"(no runs to compare with {grid.reference})"
 
 
 def table9(grid: Grid) -> str:
@@ -91,7 +93,7 @@ def support_table(grid: Grid) -> str:
     keys = [("support_f1", "Support F1"), ("sp_em", "Support EM"), ("joint_em", "Joint EM"), ("joint_f1", "Joint F1")]
     rows = []
     for column in grid.columns:
-        for method in grid.methods:
+        for method in grid.variants:
             run = grid.run(method, column)
             if run is not None:
                 m = run_means(run)
@@ -103,15 +105,17 @@ def support_table(grid: Grid) -> str:
 
 
 def comparisons_csv(grid: Grid) -> str:
+    """One row per comparison; `reference` is A and `baseline` B of the pair (f1_diff = A − B)."""
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(["family", "reference", "baseline", "dataset", "lm", "n", "f1_diff", "f1_ci_low", "f1_ci_high",
                 "f1_p", "f1_p_holm", "f1_significant", "mcnemar_b", "mcnemar_c", "mcnemar_p", "mcnemar_p_holm",
-                "mcnemar_significant", "reference_run", "baseline_run"])
+                "mcnemar_significant", "family_size", "reference_run", "baseline_run"])
     for c in grid.comparisons:
-        w.writerow([grid.family, c.reference, c.method, *c.column, len(c.ids), c.f1.diff, c.f1.low, c.f1.high,
+        w.writerow([c.family, c.reference, c.method, *c.column, len(c.ids), c.f1.diff, c.f1.low, c.f1.high,
                     c.f1.p, c.f1_holm.adjusted, c.f1_holm.significant, c.em.b, c.em.c, c.em.p, c.em_holm.adjusted,
-                    c.em_holm.significant, grid.run(c.reference, c.column).run_id, grid.run(c.method, c.column).run_id])
+                    c.em_holm.significant, c.family_size, grid.run(c.reference, c.column).run_id,
+                    grid.run(c.method, c.column).run_id])
     return out.getvalue()
 
 
@@ -128,7 +132,7 @@ def _ratio(grid: Grid, method: str, columns: list[Column], key: str) -> float:
     return num / den if den else float("nan")
 
 
-def _p(p: float) -> str:
+def fmt_p(p: float) -> str:
     return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
 
 

@@ -34,11 +34,14 @@ def test_compare_prints_tables_logs_a_comparison_run_and_writes_plots(workdir, m
     direct = grid.comparison("direct", ("hotpotqa", "local/scripted"))
     assert direct.f1.diff == pytest.approx(100 / 3) and (direct.em.b, direct.em.c, direct.em.p) == (0, 1, 1.0)
     metrics = mlflow.get_run(out["run_id"]).data.metrics
-    assert metrics["f1_diff/direct/hotpotqa/local/scripted"] == pytest.approx(100 / 3)
-    assert metrics["mcnemar_c/direct/hotpotqa/local/scripted"] == 1.0 and metrics["comparisons"] == 2.0
-    assert metrics["f1_p_holm/full_pool/hotpotqa/local/scripted"] == 1.0
+    key = "eir_vs_baselines/eir vs {}/hotpotqa/local/scripted"
+    assert metrics[f"f1_diff/{key.format('direct')}"] == pytest.approx(100 / 3)
+    assert metrics[f"mcnemar_c/{key.format('direct')}"] == 1.0 and metrics["comparisons"] == 2.0
+    assert metrics[f"f1_p_holm/{key.format('full_pool')}"] == 1.0
+    assert metrics[f"family_size/{key.format('direct')}"] == 2.0
     run = mlflow.get_run(out["run_id"])
     assert run.data.tags["eir.kind"] == "comparison" and run.data.params["bootstrap_resamples"] == "500"
+    assert run.data.params["families"] == "eir_vs_baselines"
     assert sorted(json.loads(run.data.tags["eir.compared_runs"])) == sorted(ids.values())
 
     names = {a.path for a in mlflow.MlflowClient().list_artifacts(out["run_id"])}
@@ -67,3 +70,28 @@ def test_compare_refuses_different_question_sets_and_unknown_selections(workdir,
         compare_module.main(["--experiment", "test", "--no-log", "--reference", "ssr"])
     with pytest.raises(SystemExit, match="run deadbeef: no such run"):
         compare_module.main(["--runs", "deadbeef", "--no-log"])
+
+
+def test_compare_takes_named_families_from_the_command_line_or_a_toml_file(workdir, monkeypatch):
+    make_runs(monkeypatch)
+    out = compare_module.main(["--experiment", "test", "--no-log", "--resamples", "100",
+                               "--family", "mine", "eir vs direct", "full_pool vs direct",
+                               "--family", "other", "eir vs full_pool"])
+    grid = out["grid"]
+    assert [(c.family, c.family_size, c.reference, c.method) for c in grid.comparisons] == [
+        ("mine", 2, "eir", "direct"), ("mine", 2, "full_pool", "direct"), ("other", 1, "eir", "full_pool")]
+    assert "mine,eir,direct" in out["files"]["comparisons.csv"] and "| mine (2)" in out["files"]["statistics.md"]
+
+    (workdir / "grid.toml").write_text('[[families]]\nname = "eir_vs_baselines"\ncompare = [["eir", "direct"]]\n')
+    out = compare_module.main(["--experiment", "test", "--no-log", "--resamples", "100", "--families", "grid.toml"])
+    assert [(c.family, c.method) for c in out["grid"].comparisons] == [("eir_vs_baselines", "direct")]
+    assert out["grid"].methods == ["eir", "direct"]  # Table 1's rows: the baselines family as given
+
+    (workdir / "bad.toml").write_text('[[families]]\nname = "x"\ncompare = "eir vs direct"\n')
+    with pytest.raises(SystemExit, match=r"bad\.toml: \[\[families\]\] #1 \('x'\): compare must be"):
+        compare_module.main(["--experiment", "test", "--no-log", "--families", "bad.toml"])
+    with pytest.raises(SystemExit, match="--family mine: 'eir direct' is not \"A vs B\""):
+        compare_module.main(["--experiment", "test", "--no-log", "--family", "mine", "eir direct"])
+    with pytest.raises(SystemExit, match="family 'mine' is defined more than once"):
+        compare_module.main(["--experiment", "test", "--no-log", "--family", "mine", "eir vs direct",
+                             "--family", "mine", "eir vs full_pool"])

@@ -262,3 +262,18 @@ def test_an_early_submit_is_one_made_before_the_last_turn(workdir, monkeypatch):
     assert [r["submitted_before_budget"] for r in early] == [True] * 3  # turn 2 of 7
     last = run_module.main(ARGS + ["--budget", "1"])["records"]
     assert [r["submitted_before_budget"] for r in last] == [False] * 3  # turn 2 of 2: what the budget left
+
+
+def test_ablation_and_budget_runs_are_their_own_variants(workdir, monkeypatch):
+    use_lm(monkeypatch, reply)
+    control = mlflow.get_run(run_module.main(ARGS + ["--ablation", "no-list-feedback"])["run_id"])
+    sweep = mlflow.get_run(run_module.main(ARGS + ["--budget", "8"])["run_id"])
+    assert control.data.params["variant"] == "eir no-list-feedback" and control.data.params["ablation"] == "no-list-feedback"
+    assert control.info.run_name == "eir no-list-feedback / hotpotqa / local/scripted / H=6"
+    assert sweep.data.params["variant"] == "eir H=8" and sweep.info.run_name == "eir H=8 / hotpotqa / local/scripted"
+
+
+def test_an_ablation_of_a_method_without_ablations_is_refused(workdir, monkeypatch):
+    use_lm(monkeypatch, reply)
+    with pytest.raises(SystemExit, match="--ablation is an EIR ablation; --method direct has none"):
+        run_module.main(ARGS + ["--method", "direct", "--ablation", "repair"])
