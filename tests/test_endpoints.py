@@ -85,3 +85,14 @@ def test_an_endpoint_that_errors_is_cooled_down_and_its_questions_finish_elsewhe
     assert len(well.requests) == 3 * N
     # After its first failure the sick endpoint sits out the 30 s cooldown: a handful of attempts, not one per call.
     assert 1 <= len(sick.requests) <= 4, len(sick.requests)
+
+
+def test_an_anthropic_model_defaults_to_json_by_prompt_as_the_papers_haiku_runs():
+    import dspy
+
+    from eir_dspy.lm import default_decoding
+
+    # LiteLLM says Claude takes a response schema, but it emulates one with a forced tool call.
+    assert dspy.LM("anthropic/claude-haiku-4-5").supports_response_schema
+    assert default_decoding(dspy.LM("anthropic/claude-haiku-4-5"), False) == "free"
+    assert default_decoding(dspy.LM("openai/gpt-4.1-mini"), False) == "schema"

@@ -57,11 +57,19 @@ class DecodingAdapter(dspy.JSONAdapter):
             lm_kwargs["response_format"] = {"type": "json_object"}
 
 
+# Providers whose "response schema" LiteLLM emulates with a forced tool call rather than the
+# provider decoding under the schema. The paper ran Claude Haiku on JSON by prompt alone, so an
+# Anthropic model defaults to `free` and its runs pair with other LMs' default runs as `eir`.
+EMULATED_SCHEMA_PROVIDERS = ("anthropic/",)
+
+
 def default_decoding(lm: dspy.LM, is_local: bool) -> str:
-    """The embedded model: LOCAL_DEFAULT. An API model: its schema where LiteLLM says the model
-    takes one (GPT-4.1 Mini's structured outputs), else JSON by prompt only."""
+    """The embedded model: LOCAL_DEFAULT. An API model: its schema where the provider decodes
+    under one (GPT-4.1 Mini's structured outputs), else JSON by prompt only (Claude Haiku)."""
     if is_local:
         return LOCAL_DEFAULT
+    if lm.model.startswith(EMULATED_SCHEMA_PROVIDERS):
+        return "free"
     try:
         return "schema" if lm.supports_response_schema else "free"
     except Exception:  # a provider DSPy has no capability data for

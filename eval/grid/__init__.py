@@ -1,0 +1,32 @@
+"""A grid of eval.run runs named in one TOML file: `python -m eval.grid FILE.toml [--dry-run]`.
+
+spec: the file's format, read and checked into cells (nothing runs, nothing is read from MLflow).
+runner: running the cells (state from MLflow, resume, progress, Ctrl-C), the comparison, --dry-run.
+__main__: the command line (`main`).
+"""
+
+from eval.grid.runner import (
+    CELL_TAG,
+    GRID_TAG,
+    CellState,
+    Progress,
+    cell_state,
+    compare,
+    dry_run,
+    logged_runs,
+    run_grid,
+)
+from eval.grid.spec import Cell, Grid, GridError, check_data, load_grid
+
+__all__ = ["CELL_TAG", "GRID_TAG", "Cell", "CellState", "Grid", "GridError", "Progress", "cell_state", "check_data",
+           "compare", "dry_run", "load_grid", "logged_runs", "main", "run_grid"]
+
+
+def __getattr__(name: str):
+    # `main` lives in __main__.py and is imported on first use: importing it here would make
+    # `python -m eval.grid` find eval.grid.__main__ already imported (runpy warns and runs it twice).
+    if name == "main":
+        from eval.grid.__main__ import main
+
+        return main
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

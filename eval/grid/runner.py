@@ -1,0 +1,323 @@
+"""Running a grid's cells (eval/grid/spec.py builds them), then comparing them.
+
+Every cell is an ordinary `python -m eval.run` run (in this process, through `eval.run.main`) in
+the grid's MLflow experiment, tagged `eir.grid_cell` (the cell's key) and `eir.grid` (the file's
+stem). Running the same file again continues it: a cell with a FINISHED run is skipped, a cell
+whose newest run is KILLED, FAILED or RUNNING (a killed process leaves RUNNING) is resumed with
+`--resume RUN_ID` (so never run one grid in two processes at once), any other cell starts. When
+every cell has run, `eval.compare` prints and writes the tables and plots for the experiment.
+`--dry-run` lists the cells, their status and an upper bound on their LM calls
+(programs/call_rules.py) and runs nothing.
+
+Progress: one line before and one after each cell with cells and questions done and an estimate
+of the time left (seconds per question measured in this invocation × questions left). Ctrl-C:
+eval.run saves the finished questions and ends its run KILLED; the grid starts nothing more,
+prints the command that continues it, and exits 130. A cell that fails otherwise is reported and
+the grid goes on; at the end the failed cells are listed and it exits 1 (after comparing, when at
+least two finished runs exist).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlflow
+
+import eval.run as run_module
+from eval import tracking
+from eval.grid.spec import Cell, Grid, check_data
+
+CELL_TAG = "eir.grid_cell"
+GRID_TAG = "eir.grid"
+
+
+# ---------------------------------------------------------------- state in MLflow
+
+
+@dataclass
+class CellState:
+    status: str  # finished | resumable | new
+    run_id: str | None
+    done: int  # questions finished (without an error)
+    total: int
+
+
+def logged_runs(experiment: str) -> dict[str, list]:
+    """The experiment's runs by cell key, newest first. Reads only (no experiment is created)."""
+    found = mlflow.get_experiment_by_name(experiment)
+    if found is None:
+        return {}
+    runs = mlflow.search_runs(experiment_ids=[found.experiment_id], order_by=["attributes.start_time DESC"],
+                              output_format="list")
+    by_key: dict[str, list] = {}
+    for run in runs:
+        key = run.data.tags.get(CELL_TAG)
+        if key:
+            by_key.setdefault(key, []).append(run)
+    return by_key
+
+
+def cell_state(cell: Cell, runs: list) -> CellState:
+    finished = [r for r in runs if r.info.status == "FINISHED"]
+    if finished:
+        run = finished[0]
+        try:
+            n = int(json.loads(run.data.tags[tracking.CONFIG_TAG])["n"])
+        except (KeyError, ValueError, TypeError):
+            n = cell.n
+        return CellState("finished", run.info.run_id, n, n)
+    if runs:  # KILLED, FAILED, or RUNNING (a killed process never ended it)
+        run = runs[0]
+        done = _questions_done(run.data.tags.get(tracking.RESULTS_TAG))
+        return CellState("resumable", run.info.run_id, min(done, cell.n), cell.n)
+    return CellState("new", None, 0, cell.n)
+
+
+def _questions_done(path: str | None) -> int:
+    """Questions whose latest record in a results file has no error (a resume runs the others again)."""
+    if not path or not Path(path).is_file():
+        return 0
+    latest = {}
+    for line in Path(path).read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+            latest[record["id"]] = record.get("error") is None
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue  # a torn last line
+    return sum(latest.values())
+
+
+def finished_method_runs(experiment: str) -> int:
+    found = mlflow.get_experiment_by_name(experiment)
+    if found is None:
+        return 0
+    runs = mlflow.search_runs(experiment_ids=[found.experiment_id], filter_string="attributes.status = 'FINISHED'",
+                              output_format="list")
+    return sum(1 for r in runs if r.data.tags.get(tracking.KIND_TAG) != tracking.COMPARISON_KIND
+               and tracking.CONFIG_TAG in r.data.tags)
+
+
+# ---------------------------------------------------------------- progress
+
+
+class Progress:
+    """Cells and questions done, and the time left at this invocation's seconds per question."""
+
+    def __init__(self, grid: Grid, states: dict[int, CellState]) -> None:
+        self.grid, self.states = grid, states
+        self.seconds = 0.0
+        self.questions = 0  # finished in this invocation
+
+    def add(self, seconds: float, questions: int) -> None:
+        self.seconds += seconds
+        self.questions += max(0, questions)
+
+    def done(self) -> str:
+        states = self.states.values()
+        cells = sum(s.status == "finished" for s in states)
+        done, total = sum(s.done for s in states), sum(s.total for s in states)
+        return f"{cells}/{len(self.states)} cells, {done:,}/{total:,} questions done"
+
+    def line(self) -> str:
+        states = self.states.values()
+        done, total = sum(s.done for s in states), sum(s.total for s in states)
+        if self.questions:
+            rate = self.seconds / self.questions
+            left = f"~{_duration(rate * (total - done))} left ({rate:.1f} s/question this session)"
+        else:
+            left = "time left unknown (no question finished yet this session)"
+        return f"{self.done()}; {left}"
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, s = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {s:02d}s"
+    hours, m = divmod(minutes, 60)
+    return f"{hours}h {m:02d}m"
+
+
+def _say(text: str, err: bool = False) -> None:
+    print(text, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+# ---------------------------------------------------------------- running
+
+
+def run_grid(grid: Grid) -> dict:
+    """Run every cell not finished yet, then compare. Exits 130 on Ctrl-C and 1 when a cell failed."""
+    tracking.use_tracking_uri()
+    states: dict[int, CellState] = {}
+    progress = Progress(grid, states)
+    try:
+        failed = _run_cells(grid, states, progress)
+    except (KeyboardInterrupt, _Interrupted):
+        _end_active_run("KILLED")
+        done = progress.done() if states else "nothing new done"
+        _say(f"\nThe grid stopped (Ctrl-C): {done}.\nContinue it with:\n  {grid.command}", err=True)
+        raise SystemExit(130) from None
+    comparison, compare_error = _compare_if_possible(grid)
+    if failed:
+        _report_failed(grid, failed)
+    if failed or compare_error:
+        raise SystemExit(1)
+    return {"states": states, "comparison": comparison}
+
+
+class _Interrupted(Exception):
+    """eval.run stopped on Ctrl-C (it saved its questions and ended its run KILLED)."""
+
+
+def _run_cells(grid: Grid, states: dict[int, CellState], progress: Progress) -> list[tuple[Cell, str]]:
+    by_key = logged_runs(grid.experiment)
+    states.update({c.number: cell_state(c, by_key.get(c.key, [])) for c in grid.cells})
+    _say(f"grid {grid.name}: {len(grid.cells)} cells in MLflow experiment {grid.experiment!r} ({grid.path})")
+    failed: list[tuple[Cell, str]] = []
+    for cell in grid.cells:
+        outcome = _run_cell(grid, cell, states, progress)
+        if outcome is not None:
+            failed.append((cell, outcome))
+    return failed
+
+
+def _run_cell(grid: Grid, cell: Cell, states: dict[int, CellState], progress: Progress) -> str | None:
+    """Skip, start or resume one cell; None when it is finished, else why not. Raises _Interrupted on Ctrl-C."""
+    state = states[cell.number]
+    head = f"[{grid.name} {cell.number}/{len(grid.cells)}]"
+    if state.status == "finished":
+        _say(f"{head} skip {cell.title}: finished run {state.run_id} | {progress.line()}")
+        return None
+    doing = f"resume run {state.run_id} ({state.done}/{state.total} questions saved)" if state.run_id else "start"
+    _say(f"{head} {doing}: {cell.title} | {progress.line()}")
+    argv = grid.argv(cell) if state.status == "new" else _resume_argv(grid, cell, state.run_id)
+    before, t0 = state.done, time.perf_counter()
+    outcome = _call_eval_run(argv, {CELL_TAG: cell.key, GRID_TAG: grid.name})
+    _end_active_run("KILLED" if outcome == "interrupted" else "FAILED")
+    states[cell.number] = after = cell_state(cell, logged_runs(grid.experiment).get(cell.key, []))
+    progress.add(time.perf_counter() - t0, after.done - before)
+    if outcome == "interrupted":
+        _say(f"{head} interrupted: {cell.title} ({after.done}/{after.total} questions saved"
+             + (f" in run {after.run_id}" if after.run_id else "") + f") | {progress.line()}")
+        raise _Interrupted
+    if outcome is None and after.status != "finished":
+        outcome = f"its run ended {after.status} without an error"
+    if outcome is not None:
+        _say(f"{head} FAILED: {cell.title}: {outcome} | {progress.line()}")
+    else:
+        _say(f"{head} finished: {cell.title} (run {after.run_id}) | {progress.line()}")
+    return outcome
+
+
+def _call_eval_run(argv: list[str], tags: dict) -> str | None:
+    """eval.run.main in this process: None when it returned, "interrupted" on Ctrl-C, else the failure."""
+    try:
+        run_module.main(argv, tags=tags)
+    except KeyboardInterrupt:
+        return "interrupted"
+    except SystemExit as exc:
+        if exc.code == 130:
+            return "interrupted"
+        if exc.code not in (0, None):
+            return str(exc.code)
+    except Exception as exc:  # a bug or an unexpected provider failure: report it, go on
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _resume_argv(grid: Grid, cell: Cell, run_id: str) -> list[str]:
+    argv = ["--resume", run_id, "--experiment", grid.experiment]
+    if "out" in cell.flags:  # where a corpus index is looked for; the results path is in the run
+        argv += ["--out", str(cell.flags["out"])]
+    if cell.flags.get("trace"):
+        argv += ["--trace"]
+    return argv
+
+
+def _end_active_run(status: str) -> None:
+    """eval.run ends its own run; this only guards the next cell against one left active."""
+    if mlflow.active_run() is not None:
+        mlflow.end_run(status)
+
+
+def _report_failed(grid: Grid, failed: list[tuple[Cell, str]]) -> None:
+    total = len(grid.cells)
+    _say(f"\n{len(failed)} of {total} cells failed:", err=True)
+    for cell, why in failed:
+        _say(f"  {cell.number}/{total} {cell.title}: {why}", err=True)
+    _say(f"Fix the cause and run the grid again (finished cells are skipped, failed ones resumed):\n  {grid.command}",
+         err=True)
+
+
+# ---------------------------------------------------------------- comparing
+
+
+def _compare_if_possible(grid: Grid) -> tuple[object, str | None]:
+    """eval.compare when the experiment has two finished runs: (its result, its error or None)."""
+    if finished_method_runs(grid.experiment) < 2:
+        _say(f"not comparing: fewer than two finished runs in experiment {grid.experiment!r}")
+        return None, None
+    try:
+        return compare(grid), None
+    except SystemExit as exc:
+        if exc.code in (0, None):
+            return None, None
+        _say(f"eval.compare failed: {exc.code}", err=True)
+        return None, str(exc.code)
+
+
+def compare(grid: Grid):
+    """eval.compare on the grid's experiment, with the file's families when it has any."""
+    from eval import compare as compare_module
+
+    argv = ["--experiment", grid.experiment, "--reference", grid.reference] + \
+        (["--families", str(grid.path)] if grid.families else [])
+    _say(f"\npython -m eval.compare {shlex.join(argv)}")
+    return compare_module.main(argv)
+
+
+# ---------------------------------------------------------------- dry run
+
+
+def dry_run(grid: Grid) -> dict:
+    """Print every cell, its status and its LM calls at most; run nothing."""
+    tracking.use_tracking_uri()
+    by_key = logged_runs(grid.experiment)
+    rows, total_calls, todo_calls = [], 0, 0
+    for cell in grid.cells:
+        state = cell_state(cell, by_key.get(cell.key, []))
+        calls = cell.calls_per_question * cell.n
+        total_calls += calls
+        if state.status != "finished":
+            todo_calls += cell.calls_per_question * (cell.n - state.done)
+        rows.append(_dry_row(cell, state, calls))
+    _say(f"grid {grid.name} ({grid.path}): {len(grid.cells)} cells in MLflow experiment {grid.experiment!r}, "
+         f"n={grid.n}, seed {grid.seed}")
+    _print_table(["#", "variant", "dataset", "lm", "H", "n", "status", "calls/question ≤", "calls ≤"], rows)
+    _say(f"\nLM calls at most (an upper bound per question from programs/call_rules.py × n): {total_calls:,} in all; "
+         f"{todo_calls:,} for what is not finished yet")
+    for problem in check_data(grid):
+        _say(f"note: {problem}")
+    families = f" with families {', '.join(f['name'] for f in grid.families)}" if grid.families else ""
+    _say(f"Then: eval.compare --experiment {grid.experiment} --reference {grid.reference}{families}")
+    return {"cells": len(grid.cells), "calls": total_calls, "todo_calls": todo_calls}
+
+
+def _dry_row(cell: Cell, state: CellState, calls: int) -> list[str]:
+    variant = cell.variants[0] + "".join(f" (+ {v})" for v in cell.variants[1:])
+    status = state.status if state.status != "resumable" else f"resumable ({state.done}/{state.total} saved)"
+    return [str(cell.number), variant, cell.dataset, cell.lm, str(cell.budget), f"{cell.n:,}", status,
+            f"{cell.calls_per_question:,}", f"{calls:,}"]
+
+
+def _print_table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, ["-" * w for w in widths], *rows]:
+        _say("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
