@@ -106,8 +106,9 @@ class AgentLists:
             self.requirements[rid] = Requirement(id=rid, text=u.text, status=u.status)
         for u in conclusion_updates:
             cid = u.id or f"C{len(self.conclusions) + 1}"
-            kept = self.conclusions[cid].depends_on if cid in self.conclusions else []
-            depends_on = list(u.depends_on) if isinstance(u, DependentConclusionUpdate) else kept
+            # A revision that leaves depends_on out keeps the conclusion's dependencies.
+            given = "depends_on" in u.model_fields_set
+            depends_on = list(u.depends_on) if given else (self.conclusions[cid].depends_on if cid in self.conclusions else [])
             self.conclusions[cid] = Conclusion(id=cid, claim=u.claim, status=u.status, citations=list(u.citations),
                                                depends_on=depends_on)
         return []

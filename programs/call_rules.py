@@ -59,13 +59,13 @@ def max_calls(method: str, budget: int, **options) -> int:
         # (12 in the corpus), one `action` call each (EIRPolicy.propose), then ALWAYS one `final` call
         # (AnswerFromEvidence), also after a forced end.
         turns = action_turns(budget, setting, None)
-        per_turn = 1
+        calls = turns + 1
         if ablation.startswith("repair"):
             # programs/eir_repair.py RepairingPolicy.commit: after a turn's update, at most
-            # MAX_REPAIRS_PER_TURN `repair` calls plus one `refresh` call; commit runs on every
-            # accepted turn, the submitting one included. `repair-unapplied` makes the same calls.
-            per_turn += MAX_REPAIRS_PER_TURN + 1
-        return turns * per_turn + 1
+            # MAX_REPAIRS_PER_TURN `repair` calls plus one `refresh` call, on every turn but a
+            # submitting one and the last. `repair-unapplied` makes the same calls.
+            calls += (turns - 1) * (MAX_REPAIRS_PER_TURN + 1)
+        return calls
     if method == "direct":
         # programs/direct.py: max_turns=turn_limit(corpus, H): H turns in all in the pool (reads and
         # the submit), 12 in the corpus; one `action` call per turn, no final call.

@@ -47,12 +47,16 @@ class EIRPolicy:
             "action", self.predict,  # the same role name as every method's per-turn call
             question=episode.question,
             **seen,
-            requirements=self.lists.render_requirements() if self.show_lists else HIDDEN_LISTS,
-            conclusions=self.lists.render_conclusions() if self.show_lists else HIDDEN_LISTS,
+            # The control's first prompt is EIR's (the lists are empty, nothing is fed back yet).
+            requirements=self.lists.render_requirements() if self.shows_lists(episode) else HIDDEN_LISTS,
+            conclusions=self.lists.render_conclusions() if self.shows_lists(episode) else HIDDEN_LISTS,
             last_result=episode.last_feedback,
             config=config,
         )
         return Proposal(to_action(out.action), payload=(out.requirement_updates, out.conclusion_updates))
+
+    def shows_lists(self, episode: Episode) -> bool:
+        return self.show_lists or episode.turn == 1
 
     def check(self, action: Action, episode: Episode) -> str | None:
         return None  # EIR's answer comes from the final call, so any submit is acceptable

@@ -1,12 +1,14 @@
 """Dependency repair (Appendix E.3): EIR whose conclusions name the conclusions they follow from.
 
 When a turn's accepted update changes a conclusion's claim or status, every conclusion depending on
-it (directly or through others, nearest first, at most MAX_REPAIRS_PER_TURN) gets one `repair` call
-proposing its revision, validated all-or-nothing like a turn's update; then one `refresh` call
-proposes requirement updates. `repair` applies what is valid; `repair-unapplied` makes the same
-calls and discards everything, so the two differ only in whether repairs take effect. Which
-conclusions are repaired follows from the dependencies after the turn's own update, never from
-what a repair returns, so both variants make the same calls.
+it (directly or through others, nearest first, at most MAX_REPAIRS_PER_TURN; not those the update
+wrote itself) gets one `repair` call proposing its revision, validated all-or-nothing like a turn's
+update; then one `refresh` call proposes requirement updates. Not on a turn that submits or is the
+last: no later prompt would read the lists. `repair` applies what is valid; `repair-unapplied`
+makes the same calls and discards everything, so the two differ only in whether repairs take
+effect. Within a turn, which conclusions are repaired follows from the dependencies after the
+turn's own update, never from what a repair returns, so on the same outputs both make the same
+calls that turn; over an episode, applied repairs change later prompts and so later turns.
 """
 
 from __future__ import annotations
@@ -38,8 +40,12 @@ class RepairingPolicy(EIRPolicy):
     def commit(self, proposal: Proposal, episode: Episode) -> list[str]:
         before = self.lists.states()
         notes = super().commit(proposal, episode)
+        if proposal.action.kind == "submit" or episode.on_last_turn:
+            return notes  # no later turn reads the lists again: a repair could change nothing
         changed = self.lists.changed_since(before)
-        affected = self.lists.dependents(changed)
+        # A conclusion this turn's update wrote itself was written against the changed one already.
+        written = {u.id for u in proposal.payload[1] if u.id} | (set(self.lists.conclusions) - set(before))
+        affected = [cid for cid in self.lists.dependents(changed) if cid not in written]
         if not affected:
             return notes
         self.repairs["triggers"] += 1
@@ -67,7 +73,7 @@ class RepairingPolicy(EIRPolicy):
             return
         r = out.revision
         update = DependentConclusionUpdate(id=target.id, claim=r.claim, status=r.status, citations=r.citations,
-                                           depends_on=r.depends_on)
+                                           **({"depends_on": r.depends_on} if "depends_on" in r.model_fields_set else {}))
         problems = self.lists.validate([], [update], episode.evidence)
         self.repairs["invalid" if problems else "valid"] += 1
         if not problems and self.apply_repairs:
