@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> dict:
     if not args.no_log:
         # Logged beside the compared runs (the first one's experiment when they are given by id).
         with mlflow.start_run(experiment_id=runs[0].experiment_id, run_name=f"compare: {grid.reference} vs {len(grid.variants) - 1} variants "
-                                       f"/ {len(grid.columns)} columns") as run:
+                                       f"/ {len(grid.columns)} columns",
+                              tags={tracking.KIND_TAG: tracking.COMPARISON_KIND}) as run:  # never read back as a method run
             run_id = run.info.run_id
     out = Path(args.out) / (run_id or time.strftime("%Y%m%d-%H%M%S"))
     out.mkdir(parents=True, exist_ok=True)

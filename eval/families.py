@@ -53,8 +53,11 @@ def default_families(runs: Iterable[LoggedRun], reference: str) -> list[Family]:
                      if _label(r) == _label(ref) and r.budget == ref.budget and r.ablation == ablation), None)
 
     # R's ablations and other budgets are its own variants, not baselines.
+    # Baselines ran in R's condition: same H, setting and decoding (a corpus or a strict-decoded run
+    # is never a baseline of a pool EIR run decoded by default).
     baselines = sorted(v for v, r in by_variant.items()
-                       if r.budget == ref.budget and r.ablation == "none" and _label(r) != _label(ref))
+                       if r.budget == ref.budget and r.ablation == "none" and _label(r) != _label(ref)
+                       and r.setting == ref.setting and r.decoding == ref.decoding)
     sweep = sorted((v for v, r in by_variant.items() if _sweep(r) == _sweep(ref) and r.budget != ref.budget),
                    key=lambda v: by_variant[v].budget)
     families = [Family(baselines_name(reference), tuple((reference, b) for b in baselines))]

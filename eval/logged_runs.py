@@ -31,6 +31,8 @@ class LoggedRun:
     sweep: str = ""  # the variant without H: the runs of one budget sweep share it
     label: str = ""  # the method label alone (eval.tracking.method_label), without ablation, H or options
     ablation: str = "none"  # the EIR ablation; runs logged before ablations existed had none
+    setting: str = "pool"  # pool or corpus
+    decoding: str | None = None  # the decoding mode it ran under (None: logged before --decoding)
 
     @property
     def column(self) -> tuple[str, str]:
@@ -58,6 +60,8 @@ def load_run(run: Run) -> LoggedRun:
         sweep=tracking.without_budget(config),
         label=tracking.method_label(config),
         ablation=config.get("options", {}).get("ablation") or "none",
+        setting=config.get("setting") or "pool",
+        decoding=config.get("decoding"),
     )
 
 
@@ -96,7 +100,7 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
                          + f" (finish it with `python -m eval.run --resume {run.info.run_id}`)")
             continue
         logged = load_run(run)
-        if methods and logged.method not in methods:
+        if methods and logged.method not in methods and logged.label not in methods:
             continue
         loaded.append(logged)
     if not loaded:

@@ -187,9 +187,7 @@ def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
     program = METHODS[config["method"]](budget=config["budget"], **config.get("options", {}))
     config["label"] = tracking.setting_label(getattr(program, "label", config["method"]), config)
 
-    run_id = tracking.start_run(config, resume_id, args.out)
-    if tags:  # set as the run starts (eval.grid finds its cells by them)
-        mlflow.set_tags(tags)
+    run_id = tracking.start_run(config, resume_id, args.out, tags)  # eval.grid finds its cells by these tags
     results = ResultsFile(Path(mlflow.get_run(run_id).data.tags[tracking.RESULTS_TAG]))
     try:
         records, metrics = run_questions(program, lm, questions, corpus, config, run_id, results,

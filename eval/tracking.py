@@ -45,9 +45,10 @@ _OPTION_NAMES = {"verifier_temperature": "T"}  # short names in variants; others
 
 
 def variant(config: dict) -> str:
-    """Everything that makes a run its own condition, as one name: the method label (with setting
-    and decoding), the ablation, H where it is not the paper's 6, and the method's options;
-    e.g. `eir`, `eir H=8`, `eir no-list-feedback`, `ssr votes=3 T=0.7`. Comparisons pair runs by it."""
+    """A run's condition as one name: the method label (with setting and decoding), the ablation,
+    H where it is not the paper's 6, and the method's options; e.g. `eir`, `eir H=8`,
+    `eir no-list-feedback`, `ssr votes=3 T=0.7`. Comparisons pair runs by it. Sampling settings
+    (temperature, max tokens) are params, not part of the name: vary them in separate experiments."""
     options = dict(config.get("options", {}))
     parts = [method_label(config)]
     ablation = options.pop("ablation", None)
@@ -118,14 +119,15 @@ def saved_config(run_id: str) -> dict:
     return json.loads(mlflow.get_run(run_id).data.tags[CONFIG_TAG])
 
 
-def start_run(config: dict, resume_id: str | None, out_root: str) -> str:
-    """Start (or reopen, to resume) a method run; it stays active until `end_run_if_active`."""
+def start_run(config: dict, resume_id: str | None, out_root: str, tags: dict | None = None) -> str:
+    """Start (or reopen, to resume) a method run; it stays active until `end_run_if_active`.
+    `tags` are set as the run is created, so a run killed at once is still found by them."""
     if resume_id:
         mlflow.start_run(run_id=resume_id)
         if FAILURE_TAG in mlflow.get_run(resume_id).data.tags:
             mlflow.delete_tag(FAILURE_TAG)  # a new attempt; it is tagged again if it fails again
         return resume_id
-    run = mlflow.start_run(run_name=run_name(config))
+    run = mlflow.start_run(run_name=run_name(config), tags=tags)
     log_config(config)
     mlflow.set_tag(RESULTS_TAG, str(Path(out_root) / run.info.run_id / "results.jsonl"))
     return run.info.run_id

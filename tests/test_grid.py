@@ -415,3 +415,23 @@ def test_call_rules_are_reached_by_models_that_never_submit():
     _, ledger, _ = run_program(SSR(budget=2, votes=3), Q, POOL, ssr_always_refines)
     assert ledger.by_role()["refine"] == 2
     assert ledger.n_calls == max_calls("ssr", 2, votes=3) == 24
+
+
+def test_a_finished_cell_with_failed_questions_is_resumed(workdir, monkeypatch, compared):
+    (workdir / "grid.toml").write_text(GRID.replace('budgets = [2, 6]', 'budgets = [6]').split("[[methods]]\nmethod = \"full_pool\"")[0])
+
+    def provider_down_for_q1(prompt):
+        if "fort number 1?" in prompt:
+            raise RuntimeError("provider down")  # no response at all: the question fails with this error
+        return eir_reply(prompt)
+
+    use_lm(monkeypatch, provider_down_for_q1)
+    with pytest.raises(SystemExit) as stop:
+        grid_module.main(["grid.toml"])
+    assert stop.value.code == 1  # the cell is reported as failed
+    (first,) = grid_runs()
+    assert first.info.status == "FINISHED" and first.data.metrics["failed_questions"] == 1
+    use_lm(monkeypatch, eir_reply)  # the provider is back
+    grid_module.main(["grid.toml"])
+    (again,) = grid_runs()
+    assert again.info.run_id == first.info.run_id and again.data.metrics["failed_questions"] == 0

@@ -64,6 +64,11 @@ def logged_runs(experiment: str) -> dict[str, list]:
 
 def cell_state(cell: Cell, runs: list) -> CellState:
     finished = [r for r in runs if r.info.status == "FINISHED"]
+    if finished and finished[0].data.metrics.get("failed_questions", 0) > 0:
+        # FINISHED, but some questions ended with a provider error: --resume runs those again.
+        run = finished[0]
+        done = _questions_done(run.data.tags.get(tracking.RESULTS_TAG))
+        return CellState("resumable", run.info.run_id, min(done, cell.n), cell.n)
     if finished:
         run = finished[0]
         try:
