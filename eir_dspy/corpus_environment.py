@@ -18,6 +18,7 @@ import json
 from typing import TYPE_CHECKING
 
 from eir_dspy.corpus_index import SEARCH_K, CorpusIndex, Hit
+from eir_dspy.rejection import EMPTY_SEARCH, REPEATED_SEARCH, SUBMIT_ONLY_TURN, UNKNOWN_ID, Rejection
 from eir_dspy.environment import Outcome, citation_hint, render_sentences
 
 if TYPE_CHECKING:
@@ -46,21 +47,22 @@ class CorpusEnvironment:
     def has_unread(self) -> bool:
         return bool(self.unread_ids)
 
-    def problem(self, action: "Action", episode: "Episode") -> str | None:
+    def problem(self, action: "Action", episode: "Episode") -> Rejection | None:
         if action.kind != "submit" and episode.on_last_turn:
-            return f"turn {episode.turn} is the last turn and accepts only a submission"
+            return Rejection(SUBMIT_ONLY_TURN, f"turn {episode.turn} is the last turn and accepts only a submission")
         if action.kind == "search":
             terms = self.search_key(action.query)
             if not terms:
-                return (f"the search {action.query!r} has no indexed word (after lowercasing, stopword removal "
-                        "and stemming); search with content words such as names, places or dates")
+                return Rejection(EMPTY_SEARCH, f"the search {action.query!r} has no indexed word (after lowercasing, "
+                                 "stopword removal and stemming); search with content words such as names, places or dates")
             if terms in self.searched:
                 hint = f" (e.g. {self.unread_ids[0]})" if self.unread_ids else ""
-                return (f"the search {action.query!r} repeats your search of turn {self.searched[terms]} and would "
-                        f"find the same paragraphs; read one of your search results{hint} or search other words")
+                return Rejection(REPEATED_SEARCH, f"the search {action.query!r} repeats your search of turn "
+                                 f"{self.searched[terms]} and would find the same paragraphs; read one of your search "
+                                 f"results{hint} or search other words")
         if action.kind == "read" and normalize_id(action.paragraph_id) not in self.found:
-            return (f"paragraph id {action.paragraph_id!r} was not returned by any search in this trial; "
-                    "read an id from your search results")
+            return Rejection(UNKNOWN_ID, f"paragraph id {action.paragraph_id!r} was not returned by any search in this "
+                             "trial; read an id from your search results")
         return None
 
     def execute(self, action: "Action", episode: "Episode") -> Outcome:

@@ -8,12 +8,12 @@ result). eir_dspy.corpus_environment is the other setting.
 from __future__ import annotations
 
 import json
-
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eir_dspy.paragraphs import Paragraph
+from eir_dspy.rejection import ALL_READ, SEARCH_IN_POOL, Rejection
 
 if TYPE_CHECKING:
     from eir_dspy.episode import Action, Episode
@@ -78,11 +78,11 @@ class PoolEnvironment:
         return ReadResult(self._by_title[title], requested, fell_back)
 
 
-    def problem(self, action: "Action", episode: "Episode") -> str | None:
+    def problem(self, action: "Action", episode: "Episode") -> Rejection | None:
         if action.kind == "search":
-            return "there is no search in the pool setting: read one of the titles, or submit"
+            return Rejection(SEARCH_IN_POOL, "there is no search in the pool setting: read one of the titles, or submit")
         if action.kind == "read" and not self.unread_titles:
-            return "every paragraph has been read; the only valid action now is submit"
+            return Rejection(ALL_READ, "every paragraph has been read; the only valid action now is submit")
         return None
 
     def execute(self, action: "Action", episode: "Episode") -> Outcome:

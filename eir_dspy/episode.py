@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, Union
 
-from eir_dspy.accounting import UnusableOutput
+from eir_dspy.accounting import UnusableOutput, calls_so_far
 from eir_dspy.environment import Outcome, PoolEnvironment
 from eir_dspy.evidence import EvidenceStore
+from eir_dspy.rejection import NO_ACTION, NO_READS_LEFT, Rejection
 
 if TYPE_CHECKING:
     from eir_dspy.corpus_environment import CorpusEnvironment
@@ -55,8 +56,9 @@ class TurnRecord:
     notes: list[str] = field(default_factory=list)
     reasoning: str = ""
     brief: str = ""  # the result in one line where the full one is long (a read paragraph)
-    rejection_cause: str | None = None  # a rejected turn: an UnusableOutput cause, or "invalid_action"
+    rejection_cause: str | None = None  # a rejected turn: an UnusableOutput cause or a Rejection cause
     title_fallback: bool = False  # the read title matched no unread title; the first unread was read
+    calls_made: int | None = None  # the question's LM calls so far when this turn's action ran
 
 
 @dataclass
@@ -97,7 +99,7 @@ class Episode:
 class Policy(Protocol):
     def propose(self, episode: Episode) -> Proposal: ...
 
-    def check(self, action: Action, episode: Episode) -> str | None:
+    def check(self, action: Action, episode: Episode) -> Rejection | None:
         """A policy-specific reason to reject the action, or None."""
 
     def commit(self, proposal: Proposal, episode: Episode) -> list[str]:
@@ -116,20 +118,22 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
             proposal = Proposal(None, error=exc.explanation, cause=exc.cause)
         action = proposal.action
         if action is None:
-            problem = proposal.error or "the output held no action"
+            problem = Rejection(proposal.cause or NO_ACTION, proposal.error or "the output held no action")
         else:
             problem = action_problem(action, episode) or env.problem(action, episode) or policy.check(action, episode)
         if problem:
+            text = problem.text
             if action is not None and action.kind == "read" and env.invalid_reads_cost_a_read and episode.reads_left > 0:
                 episode.reads += 1
-                problem += f" ({episode.reads_left} reads left)"
-            episode.last_feedback = f"Turn {episode.turn} was rejected: {problem}"
-            episode.turns.append(TurnRecord(episode.turn, _as_dict(action), False, problem,
-                                            reasoning=proposal.reasoning, brief=problem,
-                                            rejection_cause=proposal.cause or "invalid_action"))
+                text += f" ({episode.reads_left} reads left)"
+            episode.last_feedback = f"Turn {episode.turn} was rejected: {text}"
+            episode.turns.append(TurnRecord(episode.turn, _as_dict(action), False, text,
+                                            reasoning=proposal.reasoning, brief=text,
+                                            rejection_cause=problem.cause, calls_made=calls_so_far()))
             continue
         notes = policy.commit(proposal, episode)
-        record = TurnRecord(episode.turn, _as_dict(action), True, "", notes=notes, reasoning=proposal.reasoning)
+        record = TurnRecord(episode.turn, _as_dict(action), True, "", notes=notes, reasoning=proposal.reasoning,
+                            calls_made=calls_so_far())
         if action.kind == "submit":
             episode.submitted = action
             record.feedback = record.brief = "submitted"
@@ -144,11 +148,11 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
     return episode
 
 
-def action_problem(action: Action, episode: Episode) -> str | None:
+def action_problem(action: Action, episode: Episode) -> Rejection | None:
     """Why `action` cannot run now under the budget rules every method and setting shares, or None."""
     if action.kind == "read" and episode.reads_left <= 0:
         rest = "search or submit" if episode.env.setting == "corpus" else "submit"
-        return f"the read budget of {episode.budget} is used up; the only valid actions now: {rest}"
+        return Rejection(NO_READS_LEFT, f"the read budget of {episode.budget} is used up; the only valid actions now: {rest}")
     return None
 
 

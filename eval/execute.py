@@ -88,6 +88,9 @@ def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, err
         "reads": sum(e.reads for e in episodes),
         "searches": sum(e.searches for e in episodes),
         "evidence_titles": read,
+        # The sentences the answer came from, as [title, sentence index, text], in read order: what a
+        # recovery analysis (eval.analyze) adds to or re-answers from.
+        "evidence": [[r.title, r.sentence_index, r.text] for r in shown.records] if shown is not None else None,
         "gold_titles": sorted(gold),
         "gold_read_share": (len(gold & set(read)) / len(gold)) if gold else 0.0,
         "forced_end": episode.forced_end if episode is not None else None,

@@ -14,6 +14,7 @@ from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal, run_episode
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.paragraphs import Paragraph
+from eir_dspy.rejection import EMPTY_ANSWER, INVALID_CITATION, Rejection
 from programs.setting import new_environment, turn_limit
 from programs.trajectory import can_read, read_paragraphs, recent_paragraphs, render_trajectory
 from signatures import DirectSearchTurn, DirectTurn
@@ -36,15 +37,16 @@ def action_config(name: str, episode: Episode) -> dict:
                                                            can_read(episode)))
 
 
-def submit_problem(action: Action, episode: Episode) -> str | None:
+def submit_problem(action: Action, episode: Episode) -> Rejection | None:
     """Direct-style answers are scored as submitted, so a submit must be usable as it stands."""
     if action.kind != "submit":
         return None
     if not action.answer:
-        return "the submitted answer is empty"
+        return Rejection(EMPTY_ANSWER, "the submitted answer is empty")
     unread = [c for c in action.citations if not episode.evidence.has(*c)]
     if unread:
-        return "the submit cites sentences you have not read: " + ", ".join(f"({t!r}, {i})" for t, i in unread)
+        return Rejection(INVALID_CITATION, "the submit cites sentences you have not read: "
+                         + ", ".join(f"({t!r}, {i})" for t, i in unread))
     return None
 
 
@@ -67,7 +69,7 @@ class DirectPolicy:
         out = lm_call("action", self.predict, **self.inputs(episode), config=action_config("direct_turn", episode))
         return Proposal(to_action(out.action), reasoning=out.thought.strip())
 
-    def check(self, action: Action, episode: Episode) -> str | None:
+    def check(self, action: Action, episode: Episode) -> Rejection | None:
         return submit_problem(action, episode)
 
     def commit(self, proposal: Proposal, episode: Episode) -> list[str]:

@@ -7,6 +7,7 @@ import dspy
 
 from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal
+from eir_dspy.rejection import Rejection
 from eir_dspy.state import AgentLists
 from programs.direct import to_action
 from signatures.schemas import eir_search_turn_schema, eir_turn_schema, grammar_config
@@ -58,7 +59,7 @@ class EIRPolicy:
     def shows_lists(self, episode: Episode) -> bool:
         return self.show_lists or episode.turn == 1
 
-    def check(self, action: Action, episode: Episode) -> str | None:
+    def check(self, action: Action, episode: Episode) -> Rejection | None:
         return None  # EIR's answer comes from the final call, so any submit is acceptable
 
     def commit(self, proposal: Proposal, episode: Episode) -> list[str]:

@@ -1,0 +1,29 @@
+"""Why a turn was rejected: a machine-readable cause beside the text the model is shown.
+
+Every rejected turn records one cause. An output that could not be used at all carries the
+accounting layer's cause (`not_json`, `missing_field`, `wrong_type`, `unusable`); a usable output
+whose action cannot run carries one of the causes below. Runs recorded before causes were split
+hold `invalid_action` for all of these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NO_ACTION = "no_action"  # the output parsed but named no action
+EMPTY_ANSWER = "empty_answer"  # a Direct-style submit with no answer
+INVALID_CITATION = "invalid_citation"  # a Direct-style submit citing a sentence not read
+NO_READS_LEFT = "no_reads_left"  # a read after the read budget is spent
+ALL_READ = "all_read"  # a read when every pool paragraph has been read
+UNKNOWN_ID = "unknown_id"  # a corpus read of an id no search in this trial returned
+REPEATED_SEARCH = "repeated_search"  # a corpus search with the same indexed terms as an earlier one
+EMPTY_SEARCH = "empty_search"  # a corpus search with no indexed word
+SEARCH_IN_POOL = "search_in_pool"  # a search in the distractor setting, which has none
+SUBMIT_ONLY_TURN = "submit_only_turn"  # anything but a submit on the corpus setting's last turn
+LEGACY = "invalid_action"  # what older records hold for any of the above
+
+
+@dataclass(frozen=True)
+class Rejection:
+    cause: str
+    text: str  # what the next prompt tells the model
