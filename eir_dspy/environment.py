@@ -63,7 +63,7 @@ class PoolEnvironment:
 
     def find_unread(self, requested: str) -> str | None:
         """The unread title `requested` names (same matching as a read), or None."""
-        return _match(requested, self.unread_titles)
+        return match_title(requested, self.unread_titles)
 
     def read(self, requested: str) -> ReadResult | None:
         """Read the unread paragraph named `requested`; a title that matches no unread
@@ -71,7 +71,7 @@ class PoolEnvironment:
         unread = self.unread_titles
         if not unread:
             return None
-        title = _match(requested, unread)
+        title = match_title(requested, unread)
         fell_back = title is None
         title = title or unread[0]
         self._read.add(title)
@@ -106,7 +106,7 @@ def render_sentences(paragraph: Paragraph) -> str:
     return "\n".join(f"[{i}] {s.strip()}" for i, s in enumerate(paragraph.sentences))
 
 
-def _match(requested: str, titles: tuple[str, ...]) -> str | None:
+def match_title(requested: str, titles: tuple[str, ...]) -> str | None:
     """The title `requested` names: itself if in `titles`, else the first title equal to it
     up to case, whitespace and quotes around words."""
     if requested in titles:

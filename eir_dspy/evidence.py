@@ -32,6 +32,22 @@ class EvidenceStore:
             self._records[(record.title, record.sentence_index)] = record
         return new
 
+    @classmethod
+    def from_rows(cls, rows: list[list]) -> "EvidenceStore":
+        """A store holding recorded evidence ([title, sentence index, text] rows in read order, as
+        eval.run records it): the same sentences under the same labels, rendered the same way."""
+        store = cls()
+        for title, index, text in rows:
+            if title not in store._titles:
+                store._titles.append(title)
+            store._records[(title, int(index))] = EvidenceRecord(title, int(index), text, turn=0)
+        return store
+
+    def copy(self) -> "EvidenceStore":
+        other = EvidenceStore()
+        other._records, other._titles = dict(self._records), list(self._titles)
+        return other
+
     def has(self, title: str, sentence_index: int) -> bool:
         return (title, sentence_index) in self._records
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import mlflow
@@ -33,6 +33,7 @@ class LoggedRun:
     ablation: str = "none"  # the EIR ablation; runs logged before ablations existed had none
     setting: str = "pool"  # pool or corpus
     decoding: str | None = None  # the decoding mode it ran under (None: logged before --decoding)
+    config: dict = field(default_factory=dict, compare=False, hash=False)  # what eval.run saved: data file, LM settings
 
     @property
     def column(self) -> tuple[str, str]:
@@ -62,6 +63,7 @@ def load_run(run: Run) -> LoggedRun:
         ablation=config.get("options", {}).get("ablation") or "none",
         setting=config.get("setting") or "pool",
         decoding=config.get("decoding"),
+        config=config,
     )
 
 
@@ -88,9 +90,11 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
     loaded = []
     for run in runs:
         label = f"run {run.info.run_id} ({run.info.run_name})"
-        if run.data.tags.get(tracking.KIND_TAG) == tracking.COMPARISON_KIND:
+        kind = run.data.tags.get(tracking.KIND_TAG)
+        if kind in (tracking.COMPARISON_KIND, tracking.ANALYSIS_KIND):
             if run_ids:
-                raise SelectionError(f"{label} is a comparison, not a method run")
+                raise SelectionError(f"{label} is an {kind} run, not a method run" if kind == tracking.ANALYSIS_KIND
+                                     else f"{label} is a comparison, not a method run")
             continue
         if tracking.CONFIG_TAG not in run.data.tags:
             raise SelectionError(f"{label} was not made by eval.run (no {tracking.CONFIG_TAG} tag)")
@@ -105,7 +109,7 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
         loaded.append(logged)
     if not loaded:
         where = f"runs {run_ids}" if run_ids else f"experiment {experiment!r}" + (f" with {filter_string!r}" if filter_string else "")
-        raise SelectionError(f"no finished eval.run runs to compare in {where}" + (f" (methods {methods})" if methods else ""))
+        raise SelectionError(f"no finished eval.run runs in {where}" + (f" (methods {methods})" if methods else ""))
     return loaded, notes
 
 

@@ -86,3 +86,22 @@ def _save(fig, path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def availability_shares(rows: list[tuple[str, float, float, float]], path: Path) -> Path:
+    """Figure 3: per run (label), the share of ALL questions answered exactly, wrong with every
+    supporting paragraph read, and wrong with one missing."""
+    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(rows) + 2), 4.5))
+    x = list(range(len(rows)))
+    exact = [100 * r[1] for r in rows]
+    complete = [100 * r[2] for r in rows]
+    incomplete = [100 * r[3] for r in rows]
+    ax.bar(x, exact, color="C0", label="exact match")
+    ax.bar(x, complete, bottom=exact, color="C2", label="error, complete evidence")
+    ax.bar(x, incomplete, bottom=[a + b for a, b in zip(exact, complete)], color="C3", label="error, incomplete evidence")
+    ax.set_xticks(x, [r[0] for r in rows], fontsize=7)
+    ax.set_ylabel("% of all questions")
+    ax.set_ylim(0, 100)
+    ax.set_title("Evidence availability (Figure 3)")
+    ax.legend(fontsize=8)
+    return _save(fig, path)

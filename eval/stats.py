@@ -111,3 +111,23 @@ def _differences(baseline: Sequence[float], other: Sequence[float]) -> np.ndarra
     if len(a) == 0:
         raise ValueError("no paired questions to compare")
     return b - a
+
+
+@dataclass(frozen=True)
+class Proportion:
+    k: int
+    n: int
+    low: float
+    high: float
+
+    @property
+    def share(self) -> float:
+        return self.k / self.n if self.n else float("nan")
+
+
+def proportion(k: int, n: int, confidence: float = 0.95) -> Proportion:
+    """A share k/n with its Wilson score interval (scipy), which stays inside [0, 1] at small n."""
+    if n == 0:
+        return Proportion(0, 0, float("nan"), float("nan"))
+    ci = binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return Proportion(k, n, float(ci.low), float(ci.high))

@@ -13,9 +13,12 @@ DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 CONFIG_TAG = "eir.config"
 RESULTS_TAG = "eir.results_path"
 VARIANT_OF_TAG = "eir.variant_of"
-KIND_TAG = "eir.kind"  # set on comparison runs, so they are never read back as method runs
+KIND_TAG = "eir.kind"  # set on comparison and analysis runs, so they are never read back as method runs
 FAILURE_TAG = "eir.failure"  # why a run ended FAILED (every question failed with this error)
 COMPARISON_KIND = "comparison"
+ANALYSIS_KIND = "analysis"  # an eval.analyze run over recorded runs
+ANALYSIS_TAG = "eir.analysis"  # its analysis's name
+SOURCE_RUNS_TAG = "eir.source_runs"  # the JSON list of the run ids an analysis read
 
 TABLE_COLUMNS = ["id", "question", "gold", "prediction", "answer_f1", "em", "support_f1", "sp_em", "joint_em",
                  "joint_f1", "citations_outside_evidence", "calls",

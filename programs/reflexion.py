@@ -65,7 +65,8 @@ class Reflexion(dspy.Module):
             if first is None:
                 first = dspy.Prediction(answer=answer, citations=citations, episode=episode, episodes=[episode],
                                         calls=calls_so_far(), seconds=time.perf_counter() - t0,
-                                        trajectory={"see": "trial 1 of the reflexion_oracle run"})
+                                        # trial 1 as it stood before any reflection was written after it
+                                        trajectory={"trials": [dict(log[0])], "stopped_at": 1})
             if matched or trial == self.trials:
                 break
             reflections.append(self._reflect(question, episode))

@@ -4,10 +4,11 @@ from signatures.direct_turn import DirectAction, DirectTurn, ReflexionTurn
 from signatures.eir_turn import EIRAction, EIRTurn
 from signatures.final_answer import FinalAnswer
 from signatures.reflect import Reflect
+from signatures.select_reads import MaybeSelectMoreReads, SelectMoreReads
 from signatures.search_turns import DirectSearchTurn, EIRSearchTurn, ReflexionSearchTurn
 from signatures.ssr import (DecomposeProposal, DecomposeSearchProposal, RefineSearchStep, RefineStep, VerifySearchStep,
                             VerifyStep)
 
 __all__ = ["DecomposeProposal", "DecomposeSearchProposal", "DirectAction", "DirectSearchTurn", "DirectTurn", "EIRAction", "EIRSearchTurn",
-           "EIRTurn", "FinalAnswer", "Reflect", "ReflexionSearchTurn", "ReflexionTurn", "RefineSearchStep", "RefineStep",
+           "EIRTurn", "FinalAnswer", "MaybeSelectMoreReads", "Reflect", "ReflexionSearchTurn", "ReflexionTurn", "RefineSearchStep", "RefineStep", "SelectMoreReads",
            "VerifySearchStep", "VerifyStep"]

@@ -118,6 +118,14 @@ def final_answer_schema(read_titles: list[str]) -> dict:
     }
 
 
+def select_reads_schema(unread_titles: list[str], optional: bool) -> dict:
+    """The recovery experiments' selection: up to two of the unread titles (at least one unless optional)."""
+    return {"type": "object",
+            "properties": {"titles": {"type": "array", "items": _title_enum(unread_titles),
+                                      "minItems": 0 if optional else 1, "maxItems": 2}},
+            "required": ["titles"]}
+
+
 def grammar_config(name: str, build_schema) -> dict:
     """LM kwargs that constrain decoding to `build_schema()` under `--decoding strict`, else none
     (the adapter then sends the signature's schema, or nothing: eir_dspy/lm/decoding.py).

@@ -1,0 +1,99 @@
+"""Table 21: how many calls come after the support was already read?
+
+Support is complete at the turn whose read first covers the last annotated supporting paragraph
+not yet read. Each turn records `calls_made`, the question's LM calls when its action ran; the
+read follows at once, so the calls after support are the record's `lm_calls[calls_made:]`
+(EIR's remaining turns and final call, a Direct-style agent's later turns, ...), counted by role.
+Reflexion's trials are taken in order and later trials count: a paragraph read in an earlier
+trial stays read, so every call of the trials after support was complete is a call after it.
+Questions whose support was never fully read are counted apart.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from eval.analyze.report import Context, Report
+from eval.logged_runs import LoggedRun, SelectionError
+from eval.tables import markdown
+
+NAME = "calls-after-support"
+PAPER = "Table 21"
+SUMMARY = "LM calls made after every annotated supporting paragraph was first read, by call type"
+
+ROLES = ("action", "final", "reflect", "decompose", "verify", "refine", "repair", "refresh", "select")
+
+
+def turns_of(record: dict) -> list[dict] | None:
+    """Every action turn of the record in the order it ran (Reflexion: trial after trial), or None
+    when the record holds no turns (Full Pool; reflexion_first, which points at the oracle run)."""
+    trajectory = record.get("trajectory")
+    if not isinstance(trajectory, dict):
+        return None
+    if "trials" in trajectory:
+        return [t for trial in trajectory["trials"] for t in trial["turns"]]
+    return trajectory.get("turns")
+
+
+def calls_after_support(record: dict, turns: list[dict]) -> Counter | None:
+    """The calls made after the support was complete, by role; None if it never was."""
+    unread = set(record["gold_titles"])
+    for turn in turns:
+        unread.discard(turn.get("read_title"))
+        if not unread:
+            return Counter(call["role"] for call in record["lm_calls"][turn["calls_made"]:])
+    return None
+
+
+def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
+    report = Report()
+    results = []  # (run, key, questions analysed, after-support counters, total calls)
+    taken: set[str] = set()
+    for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
+        # Questions that raised have no trajectory; questions with no annotated support have nothing to read.
+        usable = [(r, turns_of(r)) for r in run.records if not r.get("error") and r["gold_titles"]]
+        if not any(turns for _, turns in usable):
+            report.notes.append(f"skipped {run.run_id} ({run.name}): its records hold no action turns "
+                                "(Full Pool reads nothing turn by turn; reflexion_first: see its reflexion_oracle run)")
+            continue
+        if any("calls_made" not in t or t["calls_made"] is None for _, turns in usable for t in turns or ()):
+            raise SelectionError(f"run {run.run_id} ({run.name}) was recorded before turns held 'calls_made'; "
+                                 "rerun it with this version of eval.run")
+        skipped = len(run.records) - len(usable)
+        if skipped:
+            report.notes.append(f"{run.run_id} ({run.name}): {skipped} questions left out (raised before an "
+                                "episode was recorded, or no annotated supporting paragraph)")
+        key = "/".join((run.method, run.dataset, run.lm))
+        key += f"/{run.run_id}" if key in taken else ""  # two runs of one condition stay apart
+        taken.add(key)
+        after = [calls_after_support(r, turns or []) for r, turns in usable]
+        results.append((run, key, len(usable), [c for c in after if c is not None],
+                        sum(len(r["lm_calls"]) for r, _ in usable)))
+    seen = {role for *_, counters, _ in results for c in counters for role in c}
+    roles = [r for r in ROLES if r in seen] + sorted(seen - set(ROLES))
+    rows = []
+    for run, key, n, counters, calls in results:
+        total = sum(sum(c.values()) for c in counters)
+        mean = total / len(counters) if counters else float("nan")
+        by_role = {role: sum(c[role] for c in counters) / len(counters) if counters else float("nan") for role in roles}
+        share = total / calls if calls else float("nan")
+        rows.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(n), str(len(counters)),
+                     str(n - len(counters)), _num(mean), *(_num(by_role[r]) for r in roles), _num(100 * share, 1)])
+        report.metrics.update({f"support_read/{key}": len(counters), f"support_never_read/{key}": n - len(counters),
+                               f"calls_after_support_mean/{key}": mean, f"calls_after_support_share/{key}": share,
+                               **{f"calls_after_support_{r}/{key}": v for r, v in by_role.items()}})
+    head = ["method", "dataset", "LM", "n", "support read", "never read", "calls after/q",
+            *(f"{r}/q" for r in roles), "% of calls"]
+    report.tables["table21_calls_after_support.md"] = (
+        "# Table 21: LM calls made after every supporting paragraph was first read\n\n" + markdown(head, rows)
+        + "\n\nn: the questions analysed (not raised, with annotated support). Support read: questions on which "
+        "every annotated supporting paragraph was read (Reflexion: over its "
+        "trials, a paragraph read in an earlier trial counting as read); never read: the others. Calls after/q and "
+        "the per-role columns: mean calls after support was complete, over the questions with support read. "
+        "% of calls: those calls as a share of all calls of the questions analysed.\n")
+    return report
+
+
+def _num(x: float, digits: int = 2) -> str:
+    return "–" if x != x else f"{x:.{digits}f}"

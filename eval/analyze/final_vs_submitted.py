@@ -1,0 +1,106 @@
+"""H.4: does EIR's final call beat the answer the agent submitted during retrieval?
+
+EIR's retrieval loop ends with a submit action carrying an answer, which EIR then discards: the
+final call answers again from the question and the evidence alone. Per EIR run, on the questions
+with an accepted non-empty submission, both answers are scored by the run's official scorer and
+paired: Answer F1 of each with ΔF1 = final − submitted (paired bootstrap), EM of each, the
+questions the final call made exact that the submission was not (gained) and the reverse (lost),
+with exact McNemar. Questions without an accepted submit (forced end), with an empty submitted
+answer, or that failed before the episode was recorded are excluded and counted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eval.analyze.report import Context, Report
+from eval.logged_runs import LoggedRun, SelectionError
+from eval.metrics import score_question
+from eval.schema import Question
+from eval.stats import mcnemar_exact, paired_bootstrap
+from eval.tables import fmt_p, markdown
+
+NAME = "final-vs-submitted"
+PAPER = "H.4"
+SUMMARY = "EIR's submitted answer vs its final call's answer: F1, EM gained and lost"
+
+
+def answer_scores(record: dict, dataset: str, answer: str) -> tuple[float, float]:
+    """(F1, EM) of `answer` by the official rules of `dataset`, as eval.run scored the prediction.
+
+    score_question needs a Question; its answer scores use only the reference answer, the aliases
+    and the dataset, all of which the record holds (the paragraphs only matter for support)."""
+    question = Question(id=record["id"], question=record.get("question", ""), answer=record["gold"],
+                        aliases=tuple(record.get("aliases") or ()), type=record.get("type") or "",
+                        paragraphs=(), supporting_facts=(), dataset=dataset)
+    scores = score_question(question, answer, None)
+    return scores["answer_f1"], scores["em"]
+
+
+def split(records: tuple[dict, ...]) -> tuple[list[dict], int, int, int]:
+    """The eligible records, and how many were excluded as forced, empty or failed."""
+    eligible, forced, empty, failed = [], 0, 0, 0
+    for r in records:
+        trajectory = r.get("trajectory")
+        if not isinstance(trajectory, dict) or "submitted" not in trajectory:
+            failed += 1  # the question raised before EIR returned: no episode was recorded
+        elif trajectory["submitted"] is None:
+            forced += 1  # the episode ran out of turns without an accepted submit
+        elif not str(trajectory["submitted"]).strip():
+            empty += 1
+        else:
+            eligible.append(r)
+    return eligible, forced, empty, failed
+
+
+def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
+    report = Report()
+    eir = [r for r in runs if r.label.startswith("eir")]
+    for run in runs:
+        if run not in eir:
+            report.notes.append(f"skipped {run.run_id} ({run.name}): {run.label} is not EIR; only EIR submits an "
+                                "answer it then re-answers")
+    if not eir:
+        raise SelectionError("final-vs-submitted needs EIR runs; none among the selected runs")
+    rows, seen = [], set()
+    for run in sorted(eir, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
+        eligible, forced, empty, failed = split(run.records)
+        lm = run.lm.rsplit("/", 1)[-1]
+        key = f"{run.method}/{run.dataset}/{run.lm}"
+        if key in seen:  # two runs of one condition: keep both, apart in the metrics
+            key += f"/{run.run_id}"
+        seen.add(key)
+        counts = {"n": len(run.records), "eligible": len(eligible), "excluded_forced": forced,
+                  "excluded_empty": empty, "excluded_failed": failed}
+        report.metrics.update({f"{k}/{key}": v for k, v in counts.items()})
+        head = [run.method, run.dataset, lm, *map(str, counts.values())]
+        if not eligible:
+            report.notes.append(f"{run.run_id} ({run.name}): no question with an accepted non-empty submission")
+            rows.append(head + ["–"] * 9)
+            continue
+        submitted = [answer_scores(r, run.dataset, r["trajectory"]["submitted"]) for r in eligible]
+        final = [answer_scores(r, run.dataset, r["prediction"] or "") for r in eligible]
+        f1_sub, f1_fin = [100 * f for f, _ in submitted], [100 * f for f, _ in final]
+        em_sub, em_fin = [em >= 1 for _, em in submitted], [em >= 1 for _, em in final]
+        delta = paired_bootstrap(f1_sub, f1_fin, context.resamples, context.seed)
+        em = mcnemar_exact(em_sub, em_fin)  # b: lost (only the submission exact), c: gained
+        n = len(eligible)
+        values = {"f1_submitted": sum(f1_sub) / n, "f1_final": sum(f1_fin) / n, "f1_diff": delta.diff,
+                  "f1_ci_low": delta.low, "f1_ci_high": delta.high, "f1_p": delta.p,
+                  "em_submitted": 100 * sum(em_sub) / n, "em_final": 100 * sum(em_fin) / n,
+                  "em_gained": em.c, "em_lost": em.b, "mcnemar_p": em.p}
+        report.metrics.update({f"{k}/{key}": v for k, v in values.items()})
+        rows.append(head + [f"{values['f1_submitted']:.1f}", f"{values['f1_final']:.1f}",
+                            f"{delta.diff:+.1f} [{delta.low:+.1f}, {delta.high:+.1f}]", fmt_p(delta.p),
+                            f"{values['em_submitted']:.1f}", f"{values['em_final']:.1f}", str(em.c), str(em.b),
+                            fmt_p(em.p)])
+    head = ["method", "dataset", "LM", "n", "eligible", "forced", "empty", "failed", "F1 submitted", "F1 final",
+            "ΔF1 final − submitted [95% CI]", "p", "EM submitted", "EM final", "EM gained", "EM lost", "McNemar p"]
+    report.tables["h4_final_vs_submitted.md"] = (
+        "# H.4: the final call's answer vs the answer submitted during retrieval\n\n" + markdown(head, rows) + "\n\n"
+        "Eligible: questions whose episode ended with an accepted submit carrying a non-empty answer; "
+        "*forced* ended without one, *empty* submitted an empty answer, *failed* raised before the episode "
+        "was recorded. Both answers are scored by the dataset's official rules on the eligible questions "
+        f"(0-100). ΔF1: paired bootstrap ({context.resamples} resamples, seed {context.seed}). EM gained: the "
+        "final answer exact and the submitted one not; lost: the reverse; exact McNemar on those.\n")
+    return report

@@ -1,0 +1,79 @@
+"""F.3 (Table 16, "model-selected"): after a known failure, can the model find the missing evidence itself?
+
+For the same questions as F.2 (EM errors with incomplete evidence; the labels choose them and never
+reach the model), one `select` call sees the question, the sentences already read and the unread
+titles and must pick one or two titles; they are read and EIR's final call reruns on the larger
+evidence. A pick that matches no unread title reads nothing, and the recorded answer stands.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eir_dspy.evidence import EvidenceStore
+from eval.analyze.recovery import (CONVERSION_HEAD, CONVERSION_NOTE, answering_runs, calls_row, calls_table, control,
+                                   conversion_rows, incomplete_errors, rescored, run_step)
+from eval.analyze.report import Context, Report
+from eval.analyze.sources import questions_of
+from eval.logged_runs import LoggedRun
+from eval.schema import Question
+from eval.tables import markdown
+from programs.extra_reads import ExtraReads
+
+NAME = "model-selected"
+PAPER = "F.3, Table 16"
+SUMMARY = "on EIR's EM errors with incomplete evidence, the model picks 1-2 more titles to read, then re-answers (LM calls)"
+CALLS_LM = True
+
+
+def extra_reads(optional: bool):
+    """A step's work: select, read, re-answer (the recorded answer stands when nothing was read)."""
+    program = ExtraReads(optional=optional)
+
+    def work(record: dict, q: Question) -> dict:
+        out = program(question=record["question"], evidence=EvidenceStore.from_rows(record["evidence"]),
+                      pool=q.paragraphs)
+        kept = {"selected": out.selected, "select_parsed": out.select_parsed, "read": out.read, "answered": out.answered}
+        if out.answered:
+            kept.update(answer=out.answer, citations=[list(c) for c in out.citations], parsed=out.parsed)
+        else:
+            kept.update(answer=record["prediction"], citations=record["citations"], parsed=None)
+        return kept
+
+    return work
+
+
+def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
+    report = Report(params={"arms": "control, model-selected", "max_extra_reads": 2})
+    rows, cost, reads = [], [], []
+    for run in answering_runs(runs, report):
+        errors = incomplete_errors(run)
+        if not errors:
+            report.notes.append(f"{run.name}: no EM error with incomplete evidence, nothing to rerun")
+            continue
+        questions = questions_of(run, context.data)
+        reruns = {"control": run_step("control", run, errors, control, context),
+                  "model-selected": run_step("model-selected", run, errors, extra_reads(optional=False), context)}
+        scores = {arm: [rescored(questions[r["id"]], done[r["id"]]) for r in errors] for arm, done in reruns.items()}
+        rows += conversion_rows(run, errors, {arm: [s["em"] for s in sc] for arm, sc in scores.items()},
+                                [s["em"] for s in scores["control"]], [r["answer_f1"] for r in errors],
+                                {arm: [s["answer_f1"] for s in sc] for arm, sc in scores.items()}, context, report, NAME)
+        picked = [reruns["model-selected"][r["id"]] for r in errors]
+        read_ok = [p["answered"] for p in picked]
+        gold_found = [bool(set(p["read"]) & (set(r["gold_titles"]) - set(r["evidence_titles"]))) for p, r in zip(picked, errors)]
+        matches = sum(ok and s["em"] >= 1 for ok, s in zip(read_ok, scores["model-selected"]))
+        reads.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(len(errors)),
+                      str(sum(not p["select_parsed"] for p in picked)), str(sum(read_ok)), str(sum(gold_found)),
+                      str(matches)])
+        key = f"{NAME}/{run.method}/{run.dataset}/{run.lm}"
+        report.metrics.update({f"successful_reads/{key}": sum(read_ok), f"missing_gold_read/{key}": sum(gold_found),
+                               f"matches_after_read/{key}": matches})
+        cost += [calls_row(run, step, [reruns[step][r["id"]] for r in errors]) for step in ("control", "model-selected")]
+    report.tables["table16_model_selected.md"] = (
+        "# Table 16 (F.3): model-selected extra reads after a failure\n\n" + markdown(CONVERSION_HEAD, rows) + "\n\n"
+        + CONVERSION_NOTE.format(resamples=context.resamples, seed=context.seed) + "\n\n## What was read\n\n"
+        + markdown(["method", "dataset", "LM", "n errors", "unparseable selection", "successful extra read",
+                    "read a missing supporting paragraph", "exact matches after a successful read"], reads)
+        + "\n\nA successful extra read: at least one picked title matched an unread paragraph and was read.\n"
+        + "\n## Calls the analysis added\n\n" + calls_table(cost) + "\n")
+    return report

@@ -1,0 +1,176 @@
+"""What the recovery experiments (F.2-F.4) share: which runs they apply to, the model calls they
+add (made like the source run's, counted like any call, kept in a call log so a killed analysis
+resumes without repeating one), and the tables they report.
+
+Call logs live at OUT/call_logs/<source run id>/<step>.jsonl, one line per question, outside any
+one analysis run: rerunning an analysis (or another analysis needing the same step, as F.2 and
+F.3 share their control) reuses every call already made. Each line keeps its calls' accounting.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from statistics import mean
+from typing import Callable
+
+import dspy
+
+from eir_dspy.accounting import Ledger, recording
+from eir_dspy.evidence import EvidenceStore
+from eval.analyze.availability import missing_gold
+from eval.analyze.report import Context, Report
+from eval.analyze.sources import questions_of, require_fields, run_lm
+from eval.logged_runs import LoggedRun, SelectionError
+from eval.metrics import score_question
+from eval.records import ResultsFile
+from eval.scheduler import run_all
+from eval.schema import Question
+from eval.stats import mcnemar_exact, paired_bootstrap, proportion
+from eval.tables import markdown
+from programs.answer import AnswerFromEvidence
+
+# A step's work on one question: (source record, its question) -> what to keep (answer, citations, ...).
+Work = Callable[[dict, Question], dict]
+
+
+def answering_runs(runs: list[LoggedRun], report: Report) -> list[LoggedRun]:
+    """The runs whose answer came from EIR's final call over recorded evidence in a pool (any EIR
+    variant); others are named in a note. Full Pool read everything, so it has nothing to recover."""
+    kept = [r for r in runs if r.label.startswith("eir") and r.setting == "pool"]
+    for r in runs:
+        if r not in kept:
+            report.notes.append(f"skipped {r.name} ({r.run_id}): the recovery experiments re-answer EIR's final "
+                                "call over a pool; this run is not an EIR pool run")
+    if not kept:
+        raise SelectionError("no EIR run in the pool setting among the runs given")
+    return kept
+
+
+def incomplete_errors(run: LoggedRun) -> list[dict]:
+    """F.2/F.3's questions: EM errors with at least one annotated supporting paragraph unread
+    (chosen by the labels; nothing of them reaches the model)."""
+    return [r for r in require_fields(run, "evidence") if r["em"] < 1 and missing_gold(r) > 0 and not r.get("error")]
+
+
+def run_step(step: str, run: LoggedRun, records: list[dict], work: Work, context: Context) -> dict[str, dict]:
+    """`work` on each record not yet in the step's call log, appending each result as it finishes."""
+    log = ResultsFile(context.out / "call_logs" / run.run_id / f"{step}.jsonl")
+    done = log.load()
+    todo = [r for r in records if r["id"] not in done]
+    if not todo:
+        return done
+    questions = questions_of(run, context.data)
+    lm, adapter = run_lm(run)
+    print(f"{step}: {len(todo)} question(s) of {run.name} to run ({len(records) - len(todo)} already in {log.path})",
+          file=sys.stderr)
+
+    def one(record: dict) -> dict:
+        ledger = Ledger()
+        try:
+            with dspy.context(lm=lm.copy(), adapter=adapter), recording(ledger):
+                kept = work(record, questions[record["id"]])
+            return {"id": record["id"], "step": step, **kept, "lm_calls": ledger.to_list(), "error": None}
+        except Exception as exc:  # a provider error: not kept, so the next attempt retries it
+            return {"id": record["id"], "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__,
+                    "trace": traceback.format_exc(limit=4)}
+
+    failed: list[dict] = []
+
+    def keep(entry: dict) -> None:
+        if entry["error"] is None:
+            log.append(entry)
+            done[entry["id"]] = entry
+        else:
+            failed.append(entry)
+
+    stop = run_all(todo, one, keep, context.threads, on_abort=lambda: None, total=len(todo))
+    if stop.interrupted:
+        raise KeyboardInterrupt(f"{step}: stopped; {len(done)} of {len(records)} questions are kept in {log.path} "
+                                "and rerunning the same command continues from there")
+    if failed:
+        raise SelectionError(f"{step}: {len(failed)} question(s) of {run.name} failed, the first with "
+                             f"{failed[0]['error']}; the {len(done)} done are kept in {log.path}: run again to retry")
+    return done
+
+
+def final_call(evidence: EvidenceStore, question: str) -> dict:
+    """EIR's final answer call, unchanged: same signature, evidence format and LM settings."""
+    out = AnswerFromEvidence()(question=question, evidence=evidence.render(), titles=list(evidence.titles))
+    return {"answer": out.answer, "citations": [list(c) for c in out.citations], "parsed": out.parsed,
+            "evidence_titles": list(evidence.titles)}
+
+
+def control(record: dict, q: Question) -> dict:
+    """The final call rerun on the unchanged evidence, as a fresh model call."""
+    return final_call(EvidenceStore.from_rows(record["evidence"]), record["question"])
+
+
+def rescored(q: Question, entry: dict) -> dict:
+    return score_question(q, entry["answer"], [tuple(c) for c in entry["citations"]])
+
+
+def calls_added(entries: list[dict]) -> dict[str, float]:
+    """The calls the entries made: count, by role, tokens."""
+    calls = [c for e in entries for c in e["lm_calls"]]
+    roles: dict[str, int] = {}
+    for c in calls:
+        roles[c["role"]] = roles.get(c["role"], 0) + 1
+    return {"calls": len(calls), **{f"calls_{k}": v for k, v in sorted(roles.items())},
+            "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+            "completion_tokens": sum(c["completion_tokens"] for c in calls),
+            # None when any call's model has no known price (reported as unknown, never as 0)
+            "cost_usd": None if any(c["cost_usd"] is None for c in calls) else sum(c["cost_usd"] for c in calls)}
+
+
+def conversion_rows(run: LoggedRun, records: list[dict], arms: dict[str, list[float]], control_em: list[float],
+                    before_f1: list[float], after_f1: dict[str, list[float]], context: Context, report: Report,
+                    analysis: str) -> list[list[str]]:
+    """Table 16 rows: per arm, exact-match conversions (count, %, Wilson CI), McNemar against the
+    control arm, and Answer F1 before/after with a paired bootstrap interval."""
+    rows = []
+    lm = run.lm.rsplit("/", 1)[-1]
+    for arm, em in arms.items():
+        conv = proportion(int(sum(em)), len(records))
+        vs = mcnemar_exact(control_em, em) if arm != "control" else None
+        boot = paired_bootstrap([100 * f for f in before_f1], [100 * f for f in after_f1[arm]], context.resamples,
+                                context.seed)
+        rows.append([run.method, run.dataset, lm, arm, str(len(records)), f"{conv.k} ({_pct(conv.share)})",
+                     f"[{_pct(conv.low)}, {_pct(conv.high)}]",
+                     "–" if vs is None else f"{vs.b} / {vs.c}", "–" if vs is None else f"{vs.p:.4f}",
+                     f"{100 * mean(before_f1):.1f}", f"{100 * mean(after_f1[arm]):.1f}",
+                     f"{boot.diff:+.1f} [{boot.low:+.1f}, {boot.high:+.1f}]"])
+        key = f"{analysis}/{arm}/{run.method}/{run.dataset}/{run.lm}"
+        report.metrics.update({f"conversions/{key}": conv.k, f"conversion_share/{key}": conv.share,
+                               f"f1_before/{key}": 100 * mean(before_f1), f"f1_after/{key}": 100 * mean(after_f1[arm]),
+                               f"f1_diff/{key}": boot.diff, f"f1_ci_low/{key}": boot.low, f"f1_ci_high/{key}": boot.high})
+        if vs is not None:
+            report.metrics.update({f"mcnemar_b/{key}": vs.b, f"mcnemar_c/{key}": vs.c, f"mcnemar_p/{key}": vs.p})
+    return rows
+
+
+CONVERSION_HEAD = ["method", "dataset", "LM", "arm", "n errors", "EM conversions (%)", "95% CI (Wilson)",
+                   "McNemar b / c vs control", "McNemar p", "F1 before", "F1 after", "ΔF1 [95% CI]"]
+CONVERSION_NOTE = ("n errors: EM errors whose evidence missed an annotated supporting paragraph. A conversion: the rerun "
+                   "answer is an exact match. control: the final call rerun on the unchanged evidence (a fresh model "
+                   "call). McNemar (exact): b = exact under control only, c = exact under the arm only. ΔF1 = after − "
+                   "before (the run's recorded answer), Answer F1 points, paired bootstrap ({resamples:,} resamples, "
+                   "seed {seed}).")
+
+
+def calls_table(rows: list[list[str]]) -> str:
+    return markdown(["method", "dataset", "LM", "step", "questions", "calls", "by role", "prompt tokens",
+                     "completion tokens", "cost (USD)"], rows)
+
+
+def calls_row(run: LoggedRun, step: str, entries: list[dict]) -> list[str]:
+    added = calls_added(entries)
+    roles = ", ".join(f"{k.removeprefix('calls_')} {v}" for k, v in added.items() if k.startswith("calls_")) or "–"
+    return [run.method, run.dataset, run.lm.rsplit("/", 1)[-1], step, str(len(entries)), str(added["calls"]), roles,
+            f"{added['prompt_tokens']:,}", f"{added['completion_tokens']:,}",
+            "unknown" if added["cost_usd"] is None else f"{added['cost_usd']:.4f}"]
+
+
+def _pct(share: float) -> str:
+    return "–" if share != share else f"{100 * share:.1f}"
+

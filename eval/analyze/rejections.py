@@ -1,0 +1,100 @@
+"""Table 22: why actions were rejected.
+
+Every rejected turn records a machine-readable cause (eir_dspy.rejection, and the accounting
+layer's UnusableOutput causes for outputs that could not be used at all). Per run, the rejected
+actions by cause category, as counts and as a share of the recorded actions: every action turn of
+every trial (the records' `turns`), which excludes reflection and final calls, since those are not
+turns. Full Pool makes no action turn and is left out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from eir_dspy import rejection
+from eval.analyze.report import Context, Report
+from eval.analyze.sources import require_fields
+from eval.logged_runs import LoggedRun
+from eval.tables import markdown
+
+NAME = "rejections"
+PAPER = "Table 22"
+SUMMARY = "rejected actions per method by cause, as a share of the recorded actions"
+
+# Category -> the causes it holds, in the table's column order. Everything else is "other".
+CATEGORIES: dict[str, frozenset[str]] = {
+    "unparseable output": frozenset({"not_json", "unusable"}),
+    # no_action: the output parsed but named no action, i.e. the action field was missing or empty
+    "missing field or wrong type": frozenset({"missing_field", "wrong_type", rejection.NO_ACTION}),
+    "invalid citation": frozenset({rejection.INVALID_CITATION}),
+    "read with no read left": frozenset({rejection.NO_READS_LEFT}),
+    "unknown or unfound id": frozenset({rejection.UNKNOWN_ID}),
+    "repeated search": frozenset({rejection.REPEATED_SEARCH}),
+}
+OTHER = "other"  # empty_answer, all_read, empty_search, search_in_pool, submit_only_turn, legacy invalid_action
+COLUMNS = (*CATEGORIES, OTHER)
+
+
+def category(cause: str) -> str:
+    return next((name for name, causes in CATEGORIES.items() if cause in causes), OTHER)
+
+
+def by_category(records: list[dict]) -> tuple[int, Counter, Counter]:
+    """(recorded actions, rejections by category, the causes that fell into "other")."""
+    actions, counts, other = 0, Counter(), Counter()
+    for r in records:
+        actions += r["turns"]
+        for cause, k in (r["rejections_by_cause"] or {}).items():
+            counts[category(cause)] += k
+            if category(cause) == OTHER:
+                other[cause] += k
+    return actions, counts, other
+
+
+def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
+    report = Report()
+    rows, seen, legacy = [], set(), []
+    for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
+        actions, counts, other = by_category(require_fields(run, "turns", "rejections_by_cause"))
+        if actions == 0:
+            report.notes.append(f"skipped {run.run_id} ({run.name}): no action turns recorded "
+                                "(Full Pool answers in one call)")
+            continue
+        key = "/".join((run.method, run.dataset, run.lm))
+        if key in seen:  # two runs of one condition: keep both, apart in the metrics
+            key += f"/{run.run_id}"
+        seen.add(key)
+        total = sum(counts.values())
+        rows.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(len(run.records)), str(actions),
+                     *(_cell(counts[c], actions) for c in COLUMNS), _cell(total, actions)])
+        report.metrics.update({"actions/" + key: actions, "rejected/" + key: total,
+                               "rejected_rate/" + key: total / actions})
+        for c in COLUMNS:
+            slug = c.replace(" ", "_")
+            report.metrics.update({f"rejected_{slug}/{key}": counts[c],
+                                   f"rejected_{slug}_rate/{key}": counts[c] / actions})
+        if other:
+            report.notes.append(f"{run.run_id} ({run.name}): 'other' holds "
+                                + ", ".join(f"{c} {k}" for c, k in sorted(other.items())))
+        if other[rejection.LEGACY]:
+            legacy.append(f"{run.run_id} ({run.name})")
+    if legacy:
+        report.notes.append(
+            f"{', '.join(legacy)} recorded before rejection causes were split: every rejection of a usable output "
+            f"(and every output with no action) holds the legacy cause '{rejection.LEGACY}', counted as other. "
+            "Those runs cannot be split into invalid citation, no read left, unknown id, repeated search or "
+            "missing field; rerun them with this version of eval.run to split them.")
+    head = ["method", "dataset", "LM", "n", "actions", *COLUMNS, "rejected"]
+    report.tables["table22_rejections.md"] = (
+        "# Table 22: rejected actions by cause\n\n" + markdown(head, rows) + "\n\n"
+        "Each cell: rejected actions (% of the run's actions). Actions: every action turn of every trial "
+        "(reflection and final calls are not actions). Unparseable output: not JSON or otherwise unusable; "
+        "missing field or wrong type: includes an output that named no action; other: empty answer, read "
+        "with every paragraph read, empty search, search in the distractor setting, a non-submit on the "
+        "corpus setting's submit-only last turn, and older runs' undivided invalid_action.\n")
+    return report
+
+
+def _cell(k: int, n: int) -> str:
+    return f"{k} ({100 * k / n:.1f}%)"

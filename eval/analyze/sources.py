@@ -1,0 +1,66 @@
+"""What an analysis reads: finished eval.run runs, the benchmark questions behind their records,
+and the LM they ran with."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dspy
+
+from eir_dspy.lm import LOCAL_DEFAULT, DEFAULT_REQUEST_TIMEOUT, DecodingAdapter, LMSpec, build_lm
+from eval.data import DataError, load_file, resolve_data_file
+from eval.logged_runs import LoggedRun, SelectionError
+from eval.schema import Question
+
+
+def questions_of(run: LoggedRun, data: str | None = None) -> dict[str, Question]:
+    """The benchmark questions of `run`'s records, by id: from `data` if given, else the file the run
+    recorded, else the file of that name under $EIR_DATA_DIR (a run made on another machine)."""
+    recorded = run.config.get("data_file")
+    if data is not None:
+        path = resolve_data_file(run.dataset, data)
+    elif recorded and Path(recorded).is_file():
+        path = Path(recorded)
+    elif recorded and os.environ.get("EIR_DATA_DIR"):
+        found = list(Path(os.environ["EIR_DATA_DIR"]).rglob(Path(recorded).name))
+        if not found:
+            raise SelectionError(f"run {run.run_id} ({run.name}): its data file {recorded} is not here, nor under "
+                                 f"EIR_DATA_DIR; give --data")
+        path = found[0]
+    else:
+        raise SelectionError(f"run {run.run_id} ({run.name}): its data file {recorded!r} is not here; give --data "
+                             "or set EIR_DATA_DIR")
+    try:
+        by_id = {q.id: q for q in load_file(path, run.dataset)}
+    except DataError as exc:
+        raise SelectionError(f"run {run.run_id} ({run.name}): {exc}") from None
+    missing = [r["id"] for r in run.records if r["id"] not in by_id]
+    if missing:
+        raise SelectionError(f"run {run.run_id} ({run.name}): {len(missing)} of its questions are not in {path} "
+                             f"(e.g. {missing[0]}); give the file it ran on with --data")
+    return by_id
+
+
+def run_lm(run: LoggedRun) -> tuple[dspy.LM, DecodingAdapter]:
+    """The run's LM and adapter, rebuilt from its saved settings (model, path, endpoints, temperature,
+    max tokens, decoding), with no response cache: every call an analysis makes is a fresh model call."""
+    c = run.config
+    api_base = c.get("api_base")
+    spec = LMSpec(c["lm_model"], c.get("lm_path"), tuple(api_base) if isinstance(api_base, list) else api_base,
+                  c["temperature"], c["max_tokens"], request_timeout=c.get("request_timeout", DEFAULT_REQUEST_TIMEOUT),
+                  price_in=c.get("price_in"), price_out=c.get("price_out"))
+    decoding = c.get("decoding") or (LOCAL_DEFAULT if spec.is_local else None)
+    spec = LMSpec(**{**spec.__dict__, "decoding": decoding})
+    lm = build_lm(spec)
+    return lm.copy(cache=False), DecodingAdapter(decoding or "free")
+
+
+def require_fields(run: LoggedRun, *fields: str) -> list[dict]:
+    """The run's records, or a SelectionError naming the first field older runs lack."""
+    for field in fields:
+        lacking = [r["id"] for r in run.records if field not in r]
+        if lacking:
+            raise SelectionError(f"run {run.run_id} ({run.name}) was recorded before records held {field!r} "
+                                 f"({len(lacking)} questions lack it); rerun it with this version of eval.run")
+    return list(run.records)

@@ -1,0 +1,54 @@
+"""The recovery experiments' program (Appendix F.3, F.4): after an episode, one `select` call picks up to
+two unread paragraphs; they are read, and the same final answer call as EIR's answers again.
+
+The select call sees only the question, the sentences already read and the unread titles: no
+answer (earlier or reference), no lists, no score. Its titles are matched to unread titles as a read
+is (case, spacing and wrapping quotes ignored); a title that matches none is not read, and nothing
+else is read in its place. With no successful read the earlier answer stands and no final call is made.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from eir_dspy.accounting import lm_call
+from eir_dspy.environment import match_title
+from eir_dspy.evidence import EvidenceStore
+from eir_dspy.paragraphs import Paragraph
+from programs.answer import AnswerFromEvidence
+from signatures import MaybeSelectMoreReads, SelectMoreReads
+from signatures.schemas import grammar_config, select_reads_schema
+
+MAX_EXTRA_READS = 2
+
+
+class ExtraReads(dspy.Module):
+    """`optional=False`: F.3, the model must pick one or two titles; `optional=True`: F.4, it may pick none."""
+
+    def __init__(self, optional: bool) -> None:
+        super().__init__()
+        self.optional = optional
+        self.select = dspy.Predict(MaybeSelectMoreReads if optional else SelectMoreReads)
+        self.answer = AnswerFromEvidence()
+
+    def forward(self, question: str, evidence: EvidenceStore, pool: tuple[Paragraph, ...]) -> dspy.Prediction:
+        unread = tuple(p.title for p in pool if p.title not in evidence.titles)
+        config = grammar_config("select_reads", lambda: select_reads_schema(list(unread), self.optional))
+        out = lm_call("select", self.select, question=question, evidence=evidence.render(),
+                      unread_titles="\n".join(unread) or "(every paragraph has been read)", config=config,
+                      on_unusable=None)
+        selected = [str(t) for t in (out.titles if out is not None else [])]
+        chosen: list[str] = []
+        for title in selected:
+            found = match_title(title.strip(), unread)
+            if found and found not in chosen and len(chosen) < MAX_EXTRA_READS:
+                chosen.append(found)
+        if not chosen:
+            return dspy.Prediction(selected=selected, select_parsed=out is not None, read=[], answered=False)
+        more = evidence.copy()
+        by_title = {p.title: p for p in pool}
+        for title in chosen:
+            more.add_paragraph(by_title[title], turn=0)
+        final = self.answer(question=question, evidence=more.render(), titles=list(more.titles))
+        return dspy.Prediction(selected=selected, select_parsed=out is not None, read=chosen, answered=True,
+                               answer=final.answer, citations=final.citations, parsed=final.parsed, evidence=more)
