@@ -152,3 +152,16 @@ def test_only_eir_pool_runs_are_re_answered(tmp_path, model):
     del old["evidence"]
     with pytest.raises(SelectionError, match="evidence"):
         added_support.analyze([logged(tmp_path, [old])], Context(out=tmp_path / "out"), tmp_path)
+
+
+def test_the_rerun_lm_is_the_runs_own_without_a_response_cache():
+    from eval.analyze.sources import run_lm
+
+    config = {"lm_model": "openai/gpt-4.1-mini", "lm_path": None, "api_base": None, "temperature": 0.3,
+              "max_tokens": 777, "decoding": "schema"}
+    run = LoggedRun(run_id="r", experiment_id="0", name="eir", method="eir", dataset="hotpotqa",
+                    lm="openai/gpt-4.1-mini", budget=6, start_time=0, metrics={}, records=(), config=config)
+    lm, adapter = run_lm(run)
+    assert lm.model == "openai/gpt-4.1-mini" and lm.cache is False  # a fresh model call, never a replay
+    assert lm.kwargs["temperature"] == 0.3 and lm.kwargs["max_tokens"] == 777
+    assert adapter.decoding == "schema"
