@@ -33,6 +33,8 @@ class ExtraReads(dspy.Module):
 
     def forward(self, question: str, evidence: EvidenceStore, pool: tuple[Paragraph, ...]) -> dspy.Prediction:
         unread = tuple(p.title for p in pool if p.title not in evidence.titles)
+        if not unread:  # everything was read: there is nothing to choose, so no call is made
+            return dspy.Prediction(selected=[], select_parsed=True, read=[], answered=False)
         config = grammar_config("select_reads", lambda: select_reads_schema(list(unread), self.optional))
         out = lm_call("select", self.select, question=question, evidence=evidence.render(),
                       unread_titles="\n".join(unread) or "(every paragraph has been read)", config=config,

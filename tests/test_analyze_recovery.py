@@ -165,3 +165,10 @@ def test_the_rerun_lm_is_the_runs_own_without_a_response_cache():
     assert lm.model == "openai/gpt-4.1-mini" and lm.cache is False  # a fresh model call, never a replay
     assert lm.kwargs["temperature"] == 0.3 and lm.kwargs["max_tokens"] == 777
     assert adapter.decoding == "schema"
+
+
+def test_nothing_left_unread_makes_no_selection_call(tmp_path, model):
+    run = logged(tmp_path, [record("q1", read=tuple(POOL))])
+    report = extra_retrieval.analyze([run], Context(out=tmp_path / "out", resamples=200), tmp_path)
+    assert model["model"].prompts == []
+    assert report.metrics["calls_added/extra-retrieval/eir/hotpotqa/local/scripted"] == 0

@@ -42,8 +42,9 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         rows.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(n), str(len(errors)),
                      str(len(errors) - incomplete.k), str(incomplete.k), _pct(incomplete.share),
                      f"[{_pct(incomplete.low)}, {_pct(incomplete.high)}]", *map(str, by_count)])
+        exact = sum(1 for r in run.records if r["em"] >= 1 and not r.get("error"))
         shares.append((f"{run.method}\n{run.dataset}\n{run.lm.rsplit('/', 1)[-1]}",
-                       (n - len(errors)) / n, (len(errors) - incomplete.k) / n, incomplete.k / n))
+                       exact / n, (len(errors) - incomplete.k) / n, incomplete.k / n))
         key = (run.method, run.dataset, run.lm)
         report.metrics.update({
             f"errors/{'/'.join(key)}": len(errors), f"incomplete/{'/'.join(key)}": incomplete.k,

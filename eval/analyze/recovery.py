@@ -15,9 +15,11 @@ from statistics import mean
 from typing import Callable
 
 import dspy
+import mlflow
 
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.evidence import EvidenceStore
+from eval import tracking
 from eval.analyze.availability import missing_gold
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import questions_of, require_fields, run_lm
@@ -84,7 +86,9 @@ def run_step(step: str, run: LoggedRun, records: list[dict], work: Work, context
         else:
             failed.append(entry)
 
-    stop = run_all(todo, one, keep, context.threads, on_abort=lambda: None, total=len(todo))
+    active = mlflow.active_run()  # the analysis run, ended KILLED if a second Ctrl-C exits at once
+    stop = run_all(todo, one, keep, context.threads, total=len(todo),
+                   on_abort=lambda: active and tracking.end_run_if_active("KILLED", active.info.run_id))
     if stop.interrupted:
         raise KeyboardInterrupt(f"{step}: stopped; {len(done)} of {len(records)} questions are kept in {log.path} "
                                 "and rerunning the same command continues from there")
