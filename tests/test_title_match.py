@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eir_dspy.environment import PoolEnvironment, _match
+from eir_dspy.environment import PoolEnvironment, match_title
 from eir_dspy.paragraphs import Paragraph
 
 SONG = '"Heroes" (David Bowie song)'
@@ -36,7 +36,7 @@ TITLES = (SONG, ALBUM, SERIES, ALLO, GUNS, SCHINDLER, "Low (David Bowie album)")
     ],
 )
 def test_quotes_case_and_spacing_are_ignored(requested, expected):
-    assert _match(requested, TITLES) == expected
+    assert match_title(requested, TITLES) == expected
 
 
 @pytest.mark.parametrize(
@@ -51,14 +51,14 @@ def test_quotes_case_and_spacing_are_ignored(requested, expected):
     ],
 )
 def test_a_different_title_does_not_match(requested):
-    assert _match(requested, TITLES) is None
+    assert match_title(requested, TITLES) is None
 
 
 def test_exact_match_wins_over_an_earlier_loose_one():
     titles = ('"Heroes"', "Heroes")
-    assert _match("Heroes", titles) == "Heroes"
-    assert _match('"Heroes"', titles) == '"Heroes"'
-    assert _match("heroes", titles) == '"Heroes"'  # no exact match: first loose one in pool order
+    assert match_title("Heroes", titles) == "Heroes"
+    assert match_title('"Heroes"', titles) == '"Heroes"'
+    assert match_title("heroes", titles) == '"Heroes"'  # no exact match: first loose one in pool order
 
 
 def test_reading_without_quotes_reads_that_paragraph_not_another():
