@@ -10,6 +10,7 @@ import dspy
 
 from eir_dspy.accounting import CallRecord, Ledger, recording
 from eir_dspy.corpus_index import CorpusIndex
+from eir_dspy.lm.embedded_server import EngineError
 from eval.metrics import exact_match, max_over_answers, score_question
 from eval.schema import Question
 
@@ -31,21 +32,35 @@ def run_question(program: dspy.Module, lm: dspy.LM, q: Question, corpus: CorpusI
     # The corpus setting hides the question's pool: the program sees only the index.
     kwargs.update({"corpus": corpus} if corpus is not None else {"paragraphs": q.paragraphs})
     t0 = time.perf_counter()
-    error, trace, pred = None, None, None
+    error, trace, pred, engine_failed = None, None, None, False
     try:
         with dspy.context(lm=qlm), recording(ledger):
             pred = program(question=q.question, **kwargs)
-    except Exception as exc:  # a failed question scores 0 and the run goes on
-        error = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # a failed question scores 0 and the run goes on, unless the engine is gone
+        engine = engine_failure(exc)
+        engine_failed, cause = engine is not None, engine or exc
+        error = f"{type(cause).__name__}: {cause}"
         trace = traceback.format_exc(limit=4)
     seconds = time.perf_counter() - t0
     record = build_record(q, pred, ledger.calls, seconds, error, trace)
+    record["engine_failed"] = engine_failed
     # A program may report further results from the same work (Reflexion's first trial),
     # each with the calls it had made by then.
     variants = getattr(pred, "variants", None) or {}
     record["variants"] = {name: build_record(q, v, ledger.calls[: v.calls], v.seconds, None, None)
                           for name, v in variants.items()}
     return record
+
+
+def engine_failure(exc: BaseException) -> EngineError | None:
+    """The embedded engine's failure behind an error, through DSPy's wrapping (`raise ... from`)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, EngineError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, error: str | None,

@@ -21,6 +21,9 @@ from tqdm import tqdm
 
 from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError
 from eir_dspy.lm import DECODINGS, LOCAL_DEFAULT, DEFAULT_REQUEST_TIMEOUT, DecodingAdapter, LMSpec, build_lm, default_decoding
+from eir_dspy.lm.embedded_server import EMBEDDED_THREADS, EngineError
+from eir_dspy.lm.engine_lock import EngineBusy
+from eir_dspy.lm.spec import ENGINES
 from eir_dspy.lm.local_models import DEFAULT_MODEL, ModelFetchError
 from eval import tracking
 from eval.data import DATASETS, DataError, load_questions, resolve_data_file
@@ -73,7 +76,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--request-timeout", type=_positive_float, default=DEFAULT_REQUEST_TIMEOUT, metavar="SECONDS",
                    help=f"API models: seconds before a request is abandoned and retried like any provider error "
                         f"(default {DEFAULT_REQUEST_TIMEOUT:g}); the in-process local LM has none")
-    p.add_argument("--threads", type=_positive, default=1)
+    p.add_argument("--threads", type=_positive, default=None,
+                   help=f"questions in flight; the embedded model decodes them together in one batch (default "
+                        f"{EMBEDDED_THREADS} for the embedded model, by measurement: README, Throughput; else 1)")
+    p.add_argument("--engine", default="server", choices=ENGINES,
+                   help="the embedded model: server (a managed llama-server, questions batched) or inprocess "
+                        "(llama-cpp-python, one call at a time)")
     p.add_argument("--experiment", default="eir-dspy")
     p.add_argument("--out", default="runs", help="where per-question results are written as they finish")
     p.add_argument("--resume", metavar="RUN_ID", default=None, help="continue a killed run")
@@ -157,7 +165,7 @@ def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
                   "lm_path": args.lm_path, "api_base": args.api_base, "price_in": args.price_in,
                   "price_out": args.price_out, "temperature": args.temperature, "max_tokens": args.max_tokens,
                   "decoding": args.decoding, "request_timeout": args.request_timeout, "budget": args.budget,
-                  "threads": args.threads, "options": method_options(args), "setting": args.setting, "index": args.index}
+                  "threads": args.threads, "engine": args.engine, "options": method_options(args), "setting": args.setting, "index": args.index}
     try:
         questions = load_questions(config["dataset"], config["data_file"], limit=config["n"], seed=config["seed"])
     except DataError as exc:
@@ -171,9 +179,12 @@ def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
                   price_in=config.get("price_in"), price_out=config.get("price_out"))
     # The embedded engine builds its grammar for the mode, so the mode is known before the LM is.
     spec = replace(spec, decoding=config["decoding"] or (LOCAL_DEFAULT if spec.is_local else None))
+    if config["threads"] is None:  # chosen per LM, so a resumed run keeps what it ran with
+        config["threads"] = EMBEDDED_THREADS if spec.is_local and not spec.api_bases else 1
+    spec = replace(spec, engine=config.get("engine", "server"), slots=config["threads"])
     try:
         lm = build_lm(spec)
-    except (FileNotFoundError, ModelFetchError, ValueError) as exc:
+    except (FileNotFoundError, ModelFetchError, ValueError, EngineBusy, EngineError) as exc:
         raise SystemExit(f"error: {exc}") from None
     config["lm"] = lm.model  # the model string actually called (and priced)
     config["default_decoding"] = default_decoding(lm, spec.is_local)
@@ -247,7 +258,9 @@ def run_questions(program, lm, questions, corpus, config: dict, run_id: str, res
         print(f"\nInterrupted: {len(finished)} of {len(questions)} questions are saved in {results.path}.\n"
               f"Continue with:\n  {resume}", file=sys.stderr)
         raise SystemExit(130)
-    if stop.failing:
+    if stop.engine_failed:
+        message = f"the embedded engine stopped serving: {stop.failing}"
+    elif stop.failing:
         message = f"the {stop.failed} question(s) run failed with the same error and none succeeded: {stop.failing}"
     elif len(finished) == len(questions) and all(r.get("error") is not None for r in finished):
         message = f"every question failed; the first with: {finished[0]['error']}"

@@ -7,7 +7,8 @@
   `on_abort` runs (the runner marks the MLflow run KILLED) and the process exits at once with
   130; every question finished before that is already on disk.
 - When the first questions to finish all failed with the same error (a bad key, an unknown
-  model), nothing new starts either: the run is failing, not unlucky.
+  model), nothing new starts either: the run is failing, not unlucky. Nor after a question that
+  failed because the embedded engine itself is gone (`engine_failed`): every later one would.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Stop:
     interrupted: bool = False
     failing: str | None = None  # the error every question of this part so far failed with
     failed: int = 0  # how many questions of this part failed with it
+    engine_failed: bool = False  # the embedded engine died (failing is its error)
 
 
 @dataclass
@@ -116,6 +118,8 @@ def run_all(todo: Iterable, run_one: Callable[[object], dict], keep: Callable[[d
                     interrupts.request()
                     continue
                 keep(record)
+                if record.get("engine_failed") and not stop.engine_failed:
+                    stop.engine_failed, stop.failing = True, record["error"]
                 stop.failing = stop.failing or watch.add(record)
                 stop.failed = len(watch.errors)
             fill()

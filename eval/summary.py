@@ -5,6 +5,7 @@ from __future__ import annotations
 from statistics import mean
 
 from eval.metrics import aggregate, aggregate_defined
+from eval.records import wall_time
 
 
 def summarize(records: list[dict]) -> dict[str, float]:
@@ -30,6 +31,8 @@ def summarize(records: list[dict]) -> dict[str, float]:
         "reads_per_question": mean(r["reads"] for r in records),
         "searches_per_question": mean(r.get("searches", 0) for r in records),  # 0 in the pool setting
         "seconds_per_question": mean(r["seconds"] for r in records),
+        # Wall time over questions: what a question costs when several run at once (--threads).
+        **({"wall_seconds_per_question": wall_time(records) / n} if wall_time(records) else {}),
         "forced_end_rate": mean(1.0 if r["forced_end"] else 0.0 for r in records),
         "failed_questions": float(sum(r["error"] is not None for r in records)),
         "cache_hit_calls": float(sum(r["cache_hits"] for r in records)),
@@ -85,6 +88,7 @@ TABLE_KEYS = [
     ("calls_per_question", "calls/q", "{:.2f}"),
     ("tokens_per_question", "tokens/q", "{:.0f}"),
     ("seconds_per_question", "s/q", "{:.1f}"),
+    ("wall_seconds_per_question", "wall s/q", "{:.1f}"),
     ("reads_per_question", "reads/q", "{:.2f}"),
     ("searches_per_question", "searches/q", "{:.2f}"),
     ("rejected_action_rate", "rejected", "{:.3f}"),
@@ -114,6 +118,7 @@ BEHAVIOUR_KEYS = [
     ("tokens_per_question", "tokens/q", "{:.0f}"),
     ("completion_tokens_per_question", "out tokens/q", "{:.0f}"),
     ("seconds_per_question", "s/q", "{:.1f}"),
+    ("wall_seconds_per_question", "wall s/q", "{:.1f}"),
 ]
 
 

@@ -22,7 +22,8 @@ def test_schema_grammars_allow_json_whitespace_and_strict_keeps_them_compact():
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
     import json
 
-    from eir_dspy.lm.llama_engine import _JSON_SPACE, _grammar
+    from eir_dspy.lm.grammar import JSON_SPACE as _JSON_SPACE
+    from eir_dspy.lm.llama_engine import _grammar
 
     schema = json.dumps({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}},
                          "required": ["items"]})

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from dspy.lm15 import ContextLengthError, InvalidRequestError, Message, Response, TextPart, Usage, response_to_events
 
+from eir_dspy.lm.grammar import schema_gbnf
+
 
 def _bounded_ram_cache():
     from llama_cpp import LlamaRAMCache
@@ -170,21 +172,9 @@ class LlamaEngine:
         pass
 
 
-# llama.cpp's own JSON whitespace rule (common/json-schema-to-grammar): a space, or a newline and
-# up to 20 spaces or tabs of indentation; bounded so a model cannot loop on whitespace.
-_JSON_SPACE = 'space ::= | " " | "\\n" [ \\t]{0,20}'
-
-
 @functools.lru_cache(maxsize=64)
 def _grammar(schema_json: str, compact: bool):
     """The llama.cpp grammar of a JSON schema; cached, as schema decoding sends the same one every turn."""
     from llama_cpp import LlamaGrammar
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    gbnf = json_schema_to_gbnf(schema_json)
-    if not compact:
-        compact_rule = 'space ::= " "?'
-        if compact_rule not in gbnf:
-            raise RuntimeError("llama-cpp-python's JSON grammar changed its whitespace rule; update _JSON_SPACE")
-        gbnf = gbnf.replace(compact_rule, _JSON_SPACE)
-    return LlamaGrammar.from_string(gbnf, verbose=False)
+    return LlamaGrammar.from_string(schema_gbnf(schema_json, compact), verbose=False)

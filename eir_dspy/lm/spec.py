@@ -1,4 +1,5 @@
-"""LM setup: any DSPy/LiteLLM model string, or an embedded local GGUF run in-process."""
+"""LM setup: any DSPy/LiteLLM model string, or an embedded local GGUF (served by a managed
+llama-server, or run in-process)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ from eir_dspy.lm.local_models import DEFAULT_MODEL, MODELS, model_path
 # provider error). LiteLLM's own default, made explicit: a local OpenAI-compatible server on two
 # cores can take minutes for one long final-answer prompt.
 DEFAULT_REQUEST_TIMEOUT = 600.0
+# How the embedded model runs: `server`, a managed llama-server decoding every question in flight
+# in one batch (eir_dspy/lm/embedded_server.py); `inprocess`, llama-cpp-python in this process,
+# one call at a time (the engine before batching; kept to compare against).
+ENGINES = ("server", "inprocess")
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,9 @@ class LMSpec:
     decoding: str | None = None  # the run's --decoding; the embedded engine's grammar follows it
     price_in: float | None = None  # USD per 1M prompt tokens, for a model LiteLLM cannot price
     price_out: float | None = None
+    engine: str = "server"  # the embedded model's engine (ENGINES)
+    slots: int = 1  # embedded server: questions decoded together (the run's --threads)
+    server_args: tuple[str, ...] = ()  # embedded server: extra llama-server flags (e.g. speculative decoding)
 
     @property
     def api_bases(self) -> tuple[str, ...]:
@@ -51,15 +59,7 @@ class LMSpec:
 
 def build_lm(spec: LMSpec) -> dspy.LM:
     if spec.is_local:
-        from eir_dspy.lm.llama_engine import LlamaEngine
-
-        path = Path(spec.lm_path) if spec.lm_path else model_path(spec.model)
-        if not path.is_file():
-            raise FileNotFoundError(f"--lm-path {path} is not a file")
-        # Greedy local decoding is deterministic, so DSPy's response cache would only hide cost.
-        engine = LlamaEngine(path, n_ctx=spec.n_ctx, compact_json=spec.decoding == "strict")
-        return dspy.LM(spec.name, engine=engine, cache=False,
-                       temperature=spec.temperature, max_tokens=spec.max_tokens)
+        return _embedded_lm(spec)
     if (spec.price_in is None) != (spec.price_out is None):
         raise ValueError("give both --price-in and --price-out (a missing one would price half the tokens at 0)")
     if spec.price_in is not None:
@@ -79,3 +79,32 @@ def build_lm(spec: LMSpec) -> dspy.LM:
         kwargs = {"api_base": spec.api_bases[0], "extra_body": {"max_tokens": spec.max_tokens}}
     return dspy.LM(spec.model, temperature=spec.temperature, max_tokens=spec.max_tokens,
                    num_retries=spec.num_retries, timeout=spec.request_timeout, **kwargs)
+
+
+def _embedded_lm(spec: LMSpec) -> dspy.LM:
+    path = Path(spec.lm_path) if spec.lm_path else model_path(spec.model)
+    if not path.is_file():
+        raise FileNotFoundError(f"--lm-path {path} is not a file")
+    if spec.engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {spec.engine!r}")
+    compact = spec.decoding == "strict"
+    if spec.engine == "server":
+        from eir_dspy.lm.embedded_server import ServerConfig, shared_server
+        from eir_dspy.lm.server_engine import EmbeddedServerEngine
+
+        server = shared_server(ServerConfig(str(path), alias=spec.name.split("/", 1)[1], slots=spec.slots,
+                                            n_ctx=spec.n_ctx, extra_args=tuple(spec.server_args)))
+        engine = EmbeddedServerEngine(server, max_tokens=spec.max_tokens, timeout=spec.request_timeout,
+                                      compact_json=compact)
+    else:
+        from eir_dspy.lm.embedded_server import stop_shared_server
+        from eir_dspy.lm.engine_lock import EngineLock
+        from eir_dspy.lm.llama_engine import LlamaEngine
+
+        stop_shared_server()  # one engine per process too
+        EngineLock.acquire(f"in-process {path.name}")
+        engine = LlamaEngine(path, n_ctx=spec.n_ctx, compact_json=compact)
+    # Greedy local decoding is deterministic, so DSPy's response cache would only hide cost; a
+    # failed local call is an engine fault, not a transient one, so DSPy does not retry it.
+    return dspy.LM(spec.name, engine=engine, cache=False, temperature=spec.temperature, max_tokens=spec.max_tokens,
+                   num_retries=0)

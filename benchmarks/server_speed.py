@@ -1,0 +1,80 @@
+"""Raw speed of the managed llama-server on this machine: prompt tok/s, and generation tok/s with
+1, 2, 4, 8 sequences decoded together. Compares CPU builds (AVX2 against AVX-512) and picks
+--threads for the embedded model.
+
+    python benchmarks/server_speed.py [--lm qwen2.5-coder-1.5b] [--binary PATH ...] [--parallel 1 2 4 8]
+
+Each binary (default: the one scripts/build_llama_server.sh built) is started as the project
+starts it (EmbeddedServer) with as many slots as the largest --parallel. Per binary it prints the
+cold prompt speed of a ~1,500-token prompt, then for each P: P requests sent at once, each with
+its own ~700-token prompt (a question's paragraphs) and 96 generated tokens at temperature 0;
+aggregate generated tok/s and the wall time of the batch. Numbers come from the server's own
+`timings` and the wall clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from eir_dspy.lm.embedded_server import EmbeddedServer, ServerConfig, server_binary
+from eir_dspy.lm.local_models import DEFAULT_MODEL, model_path
+
+FILLER = ("The castle of {i} stands on a hill above the river, and its library holds letters, maps and the "
+          "diaries of the families who lived there for four centuries. ")
+
+
+def post(url: str, system: str, user: str, max_tokens: int) -> dict:
+    body = {"model": "m", "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            "max_tokens": max_tokens, "temperature": 0.0, "cache_prompt": False, "ignore_eos": True}
+    request = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=900) as reply:
+        return json.loads(reply.read())
+
+
+def measure(binary: Path, model: Path, parallel: list[int]) -> list[str]:
+    os.environ["EIR_LLAMA_SERVER"] = str(binary)
+    server = EmbeddedServer(ServerConfig(str(model), alias="m", slots=max(parallel), n_ctx=4096))
+    lines = []
+    try:
+        post(server.url, "warm up", "hi", 2)
+        out = post(server.url, "You gather evidence. " + FILLER.format(i="Varn") * 45, "Summarise.", 1)
+        t = out["timings"]
+        lines.append(f"| {binary.parent.name} | prompt | 1 | {t['prompt_n']} tokens | {t['prompt_per_second']:.1f} tok/s | |")
+        for p in parallel:
+            prompts = [FILLER.format(i=f"castle {k}-{p}") * 20 for k in range(p)]
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(p) as pool:
+                outs = list(pool.map(lambda text: post(server.url, "Answer briefly.", text + "\nDescribe it.", 96),
+                                     prompts))
+            wall = time.perf_counter() - t0
+            generated = sum(o["timings"]["predicted_n"] for o in outs)
+            prompt = sum(o["timings"]["prompt_n"] for o in outs)
+            lines.append(f"| {binary.parent.name} | generate | {p} | {prompt} prompt + {generated} generated tokens "
+                         f"| {generated / wall:.1f} generated tok/s overall | {wall:.1f} s wall |")
+    finally:
+        server.close()
+    return lines
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--lm", default=DEFAULT_MODEL)
+    p.add_argument("--binary", nargs="*", default=None)
+    p.add_argument("--parallel", nargs="+", type=int, default=[1, 2, 4, 8])
+    args = p.parse_args()
+    binaries = [Path(b) for b in args.binary] if args.binary else [server_binary()]
+    rows = ["| build | phase | sequences | work | speed | wall |", "|---|---|---|---|---|---|"]
+    for binary in binaries:
+        rows += measure(binary, model_path(args.lm), args.parallel)
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""The embedded model served by llama.cpp's own server, started and stopped by the project.
+
+`llama-server` decodes the requests of every question in flight together (one slot a question,
+continuous batching), with each request's own grammar and a prompt cache per slot plus a RAM cache
+of earlier prompts. The user never starts it: `build_lm` asks `shared_server` for one, which
+
+- picks a free loopback port (another if the server cannot bind it),
+- loads the verified GGUF with one slot per question in flight (`--threads`), each slot with the
+  run's full context,
+- holds the machine's engine lock (eir_dspy/lm/engine_lock.py) while it runs,
+- survives the terminal's Ctrl-C (its own session: the questions still running finish), dies
+  with this process (PR_SET_PDEATHSIG), and is stopped at exit,
+- and, if it dies mid-run, turns the next request into `EngineDied` with its exit code and the
+  end of its log, which stops the run; the questions already finished are on disk (--resume).
+
+The binary is built once per machine by scripts/build_llama_server.sh.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eir_dspy.lm.engine_lock import EngineLock
+from eir_dspy.lm.local_models import cache_dir
+
+# Questions in flight (one server slot each) when --threads is not given, by measurement
+# (README, Throughput).
+EMBEDDED_THREADS = 4
+START_TIMEOUT_S = 180.0
+PORT_ATTEMPTS = 3
+
+
+class EngineError(RuntimeError):
+    """The embedded engine cannot serve: not built, would not start, or died. Ends the run."""
+
+
+class EngineDied(EngineError):
+    pass
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    model_path: str
+    alias: str  # the model name the server answers to
+    slots: int = 1  # questions decoded together
+    n_ctx: int = 8192  # tokens of context per slot
+    threads: int = 0  # CPU threads; 0: every core
+    cache_ram_mib: int = 4096  # prompt states kept in RAM across slots and roles
+    extra_args: tuple[str, ...] = field(default=())  # e.g. speculative decoding (README, Throughput)
+
+    def argv(self, binary: str, port: int) -> list[str]:
+        threads = str(self.threads or os.cpu_count() or 1)
+        return [binary, "--model", self.model_path, "--alias", self.alias, "--host", "127.0.0.1", "--port", str(port),
+                "--ctx-size", str(self.n_ctx * self.slots), "--parallel", str(self.slots), "--no-kv-unified",
+                "--threads", threads, "--threads-batch", threads, "--cache-ram", str(self.cache_ram_mib),
+                "--no-ui", *self.extra_args]
+
+
+def server_binary() -> Path:
+    """$EIR_LLAMA_SERVER, else the binary scripts/build_llama_server.sh built for this machine's CPU."""
+    given = os.environ.get("EIR_LLAMA_SERVER")
+    if given:
+        path = Path(given)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise EngineError(f"EIR_LLAMA_SERVER={given} is not an executable file")
+        return path
+    default = cache_dir().parent / "llama-server" / "default"
+    if not default.is_file():
+        raise EngineError("no llama-server binary on this machine: build it with `bash scripts/build_llama_server.sh` "
+                          "(scripts/setup.sh does), set EIR_LLAMA_SERVER to one, or run in-process with --engine inprocess")
+    return default.resolve()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class EmbeddedServer:
+    """One running llama-server process."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.binary = server_binary()
+        EngineLock.acquire(f"llama-server for {Path(config.model_path).name}")
+        try:
+            self._start()
+        except BaseException:
+            EngineLock.release()
+            raise
+        EngineLock.describe(f"llama-server for {Path(config.model_path).name}", self.url)
+
+    def _start(self) -> None:
+        logs = cache_dir().parent / "llama-server" / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        for _ in range(PORT_ATTEMPTS):
+            self.port = free_port()
+            self.log_path = Path(tempfile.mkstemp(prefix=f"port{self.port}-", suffix=".log", dir=logs)[1])
+            with self.log_path.open("w") as log:
+                self.process = subprocess.Popen(
+                    self.config.argv(str(self.binary), self.port), stdout=log, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+            if self._wait_ready():
+                return
+            if "bind" not in self.log_tail().lower():  # a port taken since we chose it: try another
+                break
+        raise EngineError(f"llama-server did not start ({self.failure()})")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as reply:
+                    if reply.status == 200:
+                        return True
+            except (urllib.error.URLError, OSError):
+                pass  # still loading (503) or not listening yet
+            time.sleep(0.25)
+        self.process.kill()
+        self.process.wait()
+        return False
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def log_tail(self, lines: int = 12) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def failure(self) -> str:
+        """Why the server is not serving: its exit code and the end of its log."""
+        code = self.process.poll()
+        state = "still running" if code is None else f"exit code {code}" + (
+            f" (signal {signal.Signals(-code).name})" if code < 0 and -code in signal.Signals._value2member_map_ else "")
+        return f"pid {self.process.pid}, port {self.port}, {state}; log {self.log_path}:\n{self.log_tail()}"
+
+    def close(self) -> None:
+        if getattr(self, "process", None) is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        EngineLock.release()
+
+
+_running: EmbeddedServer | None = None
+
+
+def shared_server(config: ServerConfig) -> EmbeddedServer:
+    """This process's one server for `config`: the running one if it matches and lives, else a new one."""
+    global _running
+    if _running is not None and _running.config == config and _running.alive():
+        return _running
+    stop_shared_server()
+    _running = EmbeddedServer(config)
+    return _running
+
+
+def stop_shared_server() -> None:
+    global _running
+    if _running is not None:
+        server, _running = _running, None
+        server.close()
+
+
+atexit.register(stop_shared_server)

@@ -1,0 +1,96 @@
+"""The DSPy engine in front of the managed llama-server (eir_dspy/lm/embedded_server.py).
+
+Requests go through LiteLLM's OpenAI client to the server's loopback URL, like any served model;
+the LM keeps its `local/<model>` name (priced at 0, paired with earlier local runs). Two things
+differ from a generic OpenAI-compatible server:
+
+- a response schema is sent as the GBNF grammar the in-process engine would decode under
+  (eir_dspy/lm/grammar.py), so moving to the server never changes what the model may write;
+- a failed request from a server that is no longer running raises `EngineDied` (not retried),
+  which stops the run with the server's exit code and log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from dspy.clients.engines.litellm_engine import LiteLLMEngine
+
+from eir_dspy.lm.embedded_server import EmbeddedServer, EngineDied
+from eir_dspy.lm.grammar import schema_gbnf
+
+
+class EmbeddedServerEngine(LiteLLMEngine):
+    def __init__(self, server: EmbeddedServer, *, max_tokens: int, timeout: float, compact_json: bool = False) -> None:
+        super().__init__(wire_model=f"openai/{server.config.alias}", api_base=server.url, api_key="local",
+                         timeout=timeout)
+        self.server = server
+        self.max_tokens = max_tokens
+        self.compact_json = compact_json
+        # Set `trace` to a list to get one dict of token counts and seconds per call (benchmarks/).
+        self.trace: list[dict] | None = None
+
+    def server_request(self, request: dict) -> dict:
+        """The OpenAI-shaped request as llama-server should get it."""
+        request = dict(request)
+        extra = dict(request.get("extra_body") or {})
+        # LiteLLM sends OpenAI's max_completion_tokens; llama-server reads max_tokens.
+        extra["max_tokens"] = request.get("max_tokens") or request.get("max_completion_tokens") or self.max_tokens
+        fmt = request.pop("response_format", None)
+        schema = _schema(fmt)
+        if schema is not None:
+            extra["grammar"] = schema_gbnf(json.dumps(schema), self.compact_json)  # property order is the field order
+        elif fmt is not None:
+            request["response_format"] = fmt  # JSON mode: any JSON object
+        request["extra_body"] = extra
+        return request
+
+    # Not DSPy's legacy shortcut (deprecated in 3.4): requests come typed, through `complete`.
+    complete_legacy = None
+
+    def complete(self, request):
+        from dspy.clients._litellm import get_litellm
+        from dspy.clients.engines.litellm_errors import litellm_errors
+
+        data = self.server_request(self._arguments(request))
+        t0 = time.perf_counter()
+        try:
+            with litellm_errors(model=request.model):
+                raw = get_litellm(feature="LiteLLM engine").completion(**data)
+        except Exception as exc:
+            if not self.server.alive():
+                raise EngineDied(f"the embedded llama-server died mid-run ({self.server.failure()})") from exc
+            raise
+        if self.trace is not None:
+            self.trace.append(_trace_row(raw, time.perf_counter() - t0))
+        return self._response(raw, request)
+
+    def stream(self, request):
+        from dspy.lm15 import response_to_events
+
+        return response_to_events(self.complete(request))
+
+    def __repr__(self) -> str:
+        return f"EmbeddedServerEngine({self.server.url}, {self.server.config.slots} slots)"
+
+
+def _schema(fmt) -> dict | None:
+    """The JSON schema of a response_format, in OpenAI's shape or lm15's."""
+    if not isinstance(fmt, dict):
+        return None
+    if fmt.get("type") == "json_schema":
+        return fmt["json_schema"]["schema"]
+    return fmt.get("schema")
+
+
+def _trace_row(raw, seconds: float) -> dict:
+    usage = getattr(raw, "usage", None) or {}
+    if not isinstance(usage, dict):
+        usage = usage.model_dump() if hasattr(usage, "model_dump") else dict(usage)
+    prompt = usage.get("prompt_tokens", 0) or 0
+    cached = ((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    choices = getattr(raw, "choices", None) or [None]
+    text = getattr(getattr(choices[0], "message", None), "content", None) or ""
+    return {"prompt_tokens": prompt, "prompt_evaluated": prompt - cached, "prompt_cached": cached,
+            "generated": usage.get("completion_tokens", 0) or 0, "seconds": seconds, "text": text}
