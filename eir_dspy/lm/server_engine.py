@@ -37,6 +37,7 @@ class EmbeddedServerEngine(LiteLLMEngine):
         extra = dict(request.get("extra_body") or {})
         # LiteLLM sends OpenAI's max_completion_tokens; llama-server reads max_tokens.
         extra["max_tokens"] = request.get("max_tokens") or request.get("max_completion_tokens") or self.max_tokens
+        extra.setdefault("seed", request.get("seed") or 0)  # sampled calls (SSR's votes) repeat, as in-process
         fmt = request.pop("response_format", None)
         schema = _schema(fmt)
         if schema is not None:
@@ -59,7 +60,7 @@ class EmbeddedServerEngine(LiteLLMEngine):
             with litellm_errors(model=request.model):
                 raw = get_litellm(feature="LiteLLM engine").completion(**data)
         except Exception as exc:
-            if not self.server.alive():
+            if self.server.died():
                 raise EngineDied(f"the embedded llama-server died mid-run ({self.server.failure()})") from exc
             raise
         if self.trace is not None:

@@ -20,6 +20,7 @@ DEFAULT_REQUEST_TIMEOUT = 600.0
 # in one batch (eir_dspy/lm/embedded_server.py); `inprocess`, llama-cpp-python in this process,
 # one call at a time (the engine before batching; kept to compare against).
 ENGINES = ("server", "inprocess")
+EMBEDDED_TIMEOUT_S = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -88,13 +89,19 @@ def _embedded_lm(spec: LMSpec) -> dspy.LM:
     if spec.engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {spec.engine!r}")
     compact = spec.decoding == "strict"
+    try:  # both engines build their grammars with llama-cpp-python's converter (eir_dspy/lm/grammar.py)
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        raise FileNotFoundError("the embedded model needs llama-cpp-python: run `bash scripts/setup.sh`") from None
     if spec.engine == "server":
         from eir_dspy.lm.embedded_server import ServerConfig, shared_server
         from eir_dspy.lm.server_engine import EmbeddedServerEngine
 
         server = shared_server(ServerConfig(str(path), alias=spec.name.split("/", 1)[1], slots=spec.slots,
                                             n_ctx=spec.n_ctx, extra_args=tuple(spec.server_args)))
-        engine = EmbeddedServerEngine(server, max_tokens=spec.max_tokens, timeout=spec.request_timeout,
+        # No client timeout of its own: a question waits for its slot's turn in the batch, and the
+        # engine's failure is detected by the process dying, not by a slow reply.
+        engine = EmbeddedServerEngine(server, max_tokens=spec.max_tokens, timeout=EMBEDDED_TIMEOUT_S,
                                       compact_json=compact)
     else:
         from eir_dspy.lm.embedded_server import stop_shared_server
@@ -102,8 +109,12 @@ def _embedded_lm(spec: LMSpec) -> dspy.LM:
         from eir_dspy.lm.llama_engine import LlamaEngine
 
         stop_shared_server()  # one engine per process too
-        EngineLock.acquire(f"in-process {path.name}")
-        engine = LlamaEngine(path, n_ctx=spec.n_ctx, compact_json=compact)
+        EngineLock.acquire(f"in-process {path.name}")  # held while this process lives
+        try:
+            engine = LlamaEngine(path, n_ctx=spec.n_ctx, compact_json=compact)
+        except BaseException:
+            EngineLock.release()
+            raise
     # Greedy local decoding is deterministic, so DSPy's response cache would only hide cost; a
     # failed local call is an engine fault, not a transient one, so DSPy does not retry it.
     return dspy.LM(spec.name, engine=engine, cache=False, temperature=spec.temperature, max_tokens=spec.max_tokens,

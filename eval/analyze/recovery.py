@@ -63,7 +63,7 @@ def run_step(step: str, run: LoggedRun, records: list[dict], work: Work, context
     if not todo:
         return done
     questions = questions_of(run, context.data)
-    lm, adapter = run_lm(run)
+    lm, adapter = run_lm(run, context.threads)
     print(f"{step}: {len(todo)} question(s) of {run.name} to run ({len(records) - len(todo)} already in {log.path})",
           file=sys.stderr)
 

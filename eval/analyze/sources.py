@@ -4,6 +4,7 @@ and the LM they ran with."""
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import dspy
@@ -42,16 +43,20 @@ def questions_of(run: LoggedRun, data: str | None = None) -> dict[str, Question]
     return by_id
 
 
-def run_lm(run: LoggedRun) -> tuple[dspy.LM, DecodingAdapter]:
+def run_lm(run: LoggedRun, threads: int = 1) -> tuple[dspy.LM, DecodingAdapter]:
     """The run's LM and adapter, rebuilt from its saved settings (model, path, endpoints, temperature,
-    max tokens, decoding), with no response cache: every call an analysis makes is a fresh model call."""
+    max tokens, decoding, the embedded engine), with no response cache: every call an analysis makes
+    is a fresh model call. `threads`: questions the analysis re-answers at once (the embedded
+    server's slots)."""
     c = run.config
     api_base = c.get("api_base")
     spec = LMSpec(c["lm_model"], c.get("lm_path"), tuple(api_base) if isinstance(api_base, list) else api_base,
                   c["temperature"], c["max_tokens"], request_timeout=c.get("request_timeout", DEFAULT_REQUEST_TIMEOUT),
                   price_in=c.get("price_in"), price_out=c.get("price_out"))
     decoding = c.get("decoding") or (LOCAL_DEFAULT if spec.is_local else None)
-    spec = LMSpec(**{**spec.__dict__, "decoding": decoding})
+    # A run saved before the managed server existed ran in-process; re-answer it the same way.
+    spec = LMSpec(**{**spec.__dict__, "decoding": decoding, "engine": c.get("engine", "inprocess"), "slots": threads,
+                     "server_args": tuple(shlex.split(c.get("server_args") or ""))})
     lm = build_lm(spec)
     return lm.copy(cache=False), DecodingAdapter(decoding or "free")
 
