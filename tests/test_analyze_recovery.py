@@ -70,7 +70,7 @@ class Model:
 @pytest.fixture
 def model(monkeypatch):
     holder = {"model": Model()}
-    monkeypatch.setattr(recovery, "run_lm", lambda run: (scripted_lm(holder["model"]), DecodingAdapter("free")))
+    monkeypatch.setattr(recovery, "run_lm", lambda run, threads=1: (scripted_lm(holder["model"]), DecodingAdapter("free")))
     return holder
 
 

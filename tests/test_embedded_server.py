@@ -38,6 +38,17 @@ def fake_binary(tmp_path, monkeypatch):
     assert EngineLock._fd is None  # every test leaves the lock released
 
 
+def run_here(tmp_path: Path, monkeypatch, questions: int) -> Path:
+    """An eval.run working directory: its own MLflow store, `questions` fake questions, a model file."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    write_questions(tmp_path / "data.jsonl", n=questions)
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF")
+    return model
+
+
 def config(tmp_path, slots=2) -> ServerConfig:
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF")
@@ -122,12 +133,7 @@ def test_a_second_process_wanting_an_engine_is_refused_with_the_holders_url(fake
 
 
 def test_an_engine_dying_mid_run_stops_the_run_keeps_finished_questions_and_resume_completes(fake_binary, monkeypatch):
-    monkeypatch.chdir(fake_binary)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{fake_binary}/mlflow.db")
-    mlflow.set_tracking_uri(f"sqlite:///{fake_binary}/mlflow.db")
-    write_questions(fake_binary / "data.jsonl", n=8)
-    model = fake_binary / "tiny.gguf"
-    model.write_bytes(b"GGUF")
+    model = run_here(fake_binary, monkeypatch, questions=8)
     # Each question takes 3 calls; the server dies on the 10th call, inside the 4th question.
     monkeypatch.setenv("FAKE_LLAMA_EXIT_AFTER", "10")
     args = ["--lm-path", str(model), "--data", "data.jsonl", "--limit", "8", "--threads", "1",
@@ -182,12 +188,7 @@ def test_the_server_decodes_under_the_grammar_the_in_process_engine_would_use():
 
 
 def test_a_default_run_serves_its_questions_in_flight_from_one_server_slot_each(fake_binary, monkeypatch):
-    monkeypatch.chdir(fake_binary)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{fake_binary}/mlflow.db")
-    mlflow.set_tracking_uri(f"sqlite:///{fake_binary}/mlflow.db")
-    write_questions(fake_binary / "data.jsonl", n=3)
-    model = fake_binary / "tiny.gguf"
-    model.write_bytes(b"GGUF")
+    model = run_here(fake_binary, monkeypatch, questions=3)
     out = run_module.main(["--lm-path", str(model), "--data", "data.jsonl", "--limit", "3", "--experiment", "test"])
     assert embedded_server._running.config.slots == embedded_server.EMBEDDED_THREADS
     params = mlflow.get_run(out["run_id"]).data.params
