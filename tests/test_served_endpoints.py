@@ -2,7 +2,6 @@
 loopback, one run spread over both through LiteLLM's Router, against the same run on one server."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,15 +11,11 @@ from pathlib import Path
 import dspy
 import pytest
 
+from eir_dspy.lm.embedded_server import free_port
+
 pytestmark = pytest.mark.integration
 
 LIMIT, BUDGET = 4, 2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_server(model: Path, log: Path) -> tuple[subprocess.Popen, str]:
