@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 import dspy
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 # USD per 1M (prompt, completion) tokens: the paper's models, and any registered with
 # `register_price` (eval.run's --price-in/--price-out). Other models are priced from LiteLLM's
@@ -118,9 +118,10 @@ def calls_so_far() -> int:
 class UnusableOutput(Exception):
     """The model answered, but what it wrote cannot be read as the signature's fields.
 
-    The one path for every such output (not JSON, nesting too deep for the parser, a missing
-    field, a value of the wrong type, ...): `cause` classifies it and `explanation` is the line
-    the next prompt shows the model. Provider errors and bugs are never turned into this.
+    The one path for every such output (not JSON, text around the JSON object where the method
+    accepts JSON only, nesting too deep for the parser, a missing field, a value of the wrong type,
+    ...): `cause` classifies it and `explanation` is the line the next prompt shows the model.
+    Provider errors and bugs are never turned into this.
     """
 
     def __init__(self, role: str, cause: str, detail: str) -> None:
@@ -131,6 +132,7 @@ class UnusableOutput(Exception):
     def explanation(self) -> str:
         what = {
             "not_json": "it is not a JSON object",
+            "not_json_only": "it must be the JSON object alone, with no text or code fence around it",
             "missing_field": "a required field is missing",
             "wrong_type": "a field's value does not have the required type",
         }.get(self.cause, "it does not fit the required fields")
@@ -200,11 +202,13 @@ def _repair(value):
 def _unusable(role: str, exc: Exception) -> UnusableOutput:
     """Classify why an answered call's output could not be parsed into the signature."""
     message = str(getattr(exc, "message", "") or exc)
-    if isinstance(exc, dspy.utils.exceptions.AdapterParseError):
+    if getattr(exc, "cause", None):  # refused by the method's acceptance rule (eir_dspy/lm/decoding.py)
+        cause, message = exc.cause, exc.detail
+    elif isinstance(exc, dspy.utils.exceptions.AdapterParseError):
         if "cannot be serialized to a JSON object" in message:
             cause, message = "not_json", ""
         elif message.startswith("Failed to parse field"):
-            cause, message = "wrong_type", message.removeprefix("Failed to parse ")
+            cause, message = "wrong_type", _type_error(exc) or message.removeprefix("Failed to parse ")
         else:
             parsed = getattr(exc, "parsed_result", None) or {}
             expected = getattr(getattr(exc, "signature", None), "output_fields", {})
@@ -217,6 +221,17 @@ def _unusable(role: str, exc: Exception) -> UnusableOutput:
     else:
         cause = "unusable"
     return UnusableOutput(role, cause, short_error(message))
+
+
+def _type_error(exc: Exception) -> str | None:
+    """`field.path: what is wrong` for the first validation error behind a field that failed to
+    parse, so the next prompt names the value (e.g. a sentence position written as a string)."""
+    error = exc.__cause__
+    if not isinstance(error, ValidationError) or not error.errors():
+        return None
+    first = error.errors()[0]
+    field = str(getattr(exc, "message", "")).removeprefix("Failed to parse field ").split(":", 1)[0]
+    return ".".join(str(p) for p in (field, *first["loc"])) + ": " + first["msg"]
 
 
 def short_error(text: str) -> str:

@@ -2,11 +2,13 @@
 policy; settings only by their environment (a pool read by title, or a corpus to search).
 
 A turn: the policy makes its LM call(s) and proposes an action; the loop checks the action
-against the budget and the environment, lets the policy commit its own state (EIR's lists),
-then has the environment execute it. An output the model wrote that cannot be used (the
-accounting layer raises UnusableOutput for any of them) or an invalid action is rejected with an
-explanation and still consumes the turn (in the corpus setting an invalid read also consumes a
-read attempt). No model output can fail the question.
+against the budget and the environment, then whatever else the output holds (EIR's list
+updates), lets the policy commit its own state (EIR's lists), then has the environment execute
+it. An output the model wrote that cannot be used (the accounting layer raises UnusableOutput for
+any of them), an invalid action, or an action whose output is otherwise invalid (EIR's list
+updates) is rejected with an explanation: nothing of it runs and it still consumes the turn (in
+the corpus setting an invalid read also consumes a read attempt; a valid read whose list updates
+are invalid does not). No model output can fail the question.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Proposal:
     payload: object = None  # policy-specific output (e.g. EIR's list updates), committed by the policy
     reasoning: str = ""  # the thought a ReAct-style policy wrote before acting (kept in the trajectory)
     cause: str | None = None  # why there is no action: the UnusableOutput cause
+    invalid: Rejection | None = None  # the action is fine but the rest of the output is not (EIR's list updates)
 
 
 @dataclass
@@ -121,9 +124,11 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
             problem = Rejection(proposal.cause or NO_ACTION, proposal.error or "the output held no action")
         else:
             problem = action_problem(action, episode) or env.problem(action, episode) or policy.check(action, episode)
+        invalid_read = problem is not None and action is not None and action.kind == "read"
+        problem = problem or proposal.invalid
         if problem:
             text = problem.text
-            if action is not None and action.kind == "read" and env.invalid_reads_cost_a_read and episode.reads_left > 0:
+            if invalid_read and env.invalid_reads_cost_a_read and episode.reads_left > 0:
                 episode.reads += 1
                 text += f" ({episode.reads_left} reads left)"
             episode.last_feedback = f"Turn {episode.turn} was rejected: {text}"

@@ -1,18 +1,21 @@
 """Why a turn was rejected: a machine-readable cause beside the text the model is shown.
 
 Every rejected turn records one cause. An output that could not be used at all carries the
-accounting layer's cause (`not_json`, `missing_field`, `wrong_type`, `unusable`); a usable output
-whose action cannot run carries one of the causes below. Runs recorded before causes were split
-hold `invalid_action` for all of these.
+accounting layer's cause (`not_json`, `not_json_only`, `missing_field`, `wrong_type`, `unusable`); a
+usable output whose action cannot run, or (EIR) whose list updates are invalid, carries one of the
+causes below. Runs recorded before causes were split hold `invalid_action` for all of these.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+NOT_JSON_ONLY = "not_json_only"  # a JSON-only method's output had text around its JSON object
 NO_ACTION = "no_action"  # the output parsed but named no action
 EMPTY_ANSWER = "empty_answer"  # a Direct-style submit with no answer
-INVALID_CITATION = "invalid_citation"  # a Direct-style submit citing a sentence not read
+INVALID_CITATION = "invalid_citation"  # a Direct-style submit, or an EIR list update, citing a sentence not read
+UNKNOWN_LIST_ID = "unknown_list_id"  # an EIR list update revising (or depending on) an entry id that does not exist
+INVALID_DEPENDENCY = "invalid_dependency"  # a repair ablation's conclusion depending on itself
 NO_READS_LEFT = "no_reads_left"  # a read after the read budget is spent
 ALL_READ = "all_read"  # a read when every pool paragraph has been read
 UNKNOWN_ID = "unknown_id"  # a corpus read of an id no search in this trial returned

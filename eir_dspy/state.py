@@ -1,21 +1,34 @@
 """EIR's two lists and the all-or-nothing validation of the updates the LM proposes.
 
-The checks are structural: revised ids must exist and citations must name sentences
-already in the evidence store. Whether a cited sentence supports a claim is not checked.
+The checks are structural: revised ids must exist, citations must name sentences already in the
+evidence store, and a cited sentence position must be an integer as written (a string "1" is not
+coerced: it fails to parse, the paper's incorrectly typed position). Whether a cited sentence
+supports a claim is not checked. A turn whose updates fail any check is rejected whole, its action
+included (programs/eir_policy.py).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from eir_dspy.evidence import EvidenceStore
+from eir_dspy.rejection import INVALID_CITATION, INVALID_DEPENDENCY, UNKNOWN_LIST_ID, Rejection
 
 
 class Citation(BaseModel):
     title: str = Field(description="the paragraph's title exactly as written, not a sentence")
     sentence: int = Field(description="the [number] before the sentence in that paragraph")
+
+
+def integer_positions(citations):
+    """List updates' citations as written: a sentence position must be a JSON integer. Pydantic would
+    coerce "1" or 1.0; the paper counts those as incorrectly typed, so they fail to parse (wrong_type)."""
+    for c in citations if isinstance(citations, list) else ():
+        if isinstance(c, dict) and "sentence" in c and type(c["sentence"]) is not int:
+            raise ValueError(f"sentence position {c['sentence']!r} is not an integer")
+    return citations
 
 
 class RequirementUpdate(BaseModel):
@@ -29,6 +42,8 @@ class ConclusionUpdate(BaseModel):
     claim: str
     status: Literal["supported", "retracted"] = "supported"
     citations: list[Citation] = Field(default_factory=list)
+
+    _integer_positions = field_validator("citations", mode="before")(integer_positions)
 
 
 class DependentConclusionUpdate(ConclusionUpdate):
@@ -44,6 +59,8 @@ class ConclusionRevision(BaseModel):
     status: Literal["supported", "retracted"] = "supported"
     citations: list[Citation] = Field(default_factory=list)
     depends_on: list[str] = Field(default_factory=list, description="ids of other existing conclusions it follows from")
+
+    _integer_positions = field_validator("citations", mode="before")(integer_positions)
 
 
 class Requirement(BaseModel):
@@ -74,21 +91,31 @@ class AgentLists:
         evidence: EvidenceStore,
     ) -> list[str]:
         """Every problem with the proposed updates, checked together; [] means valid."""
+        return [p.text for p in self.check(requirement_updates, conclusion_updates, evidence)]
+
+    def check(
+        self,
+        requirement_updates: list[RequirementUpdate],
+        conclusion_updates: list[ConclusionUpdate],
+        evidence: EvidenceStore,
+    ) -> list[Rejection]:
+        """Every problem with the proposed updates, each with its rejection cause, in update order."""
         problems = []
         for update in requirement_updates:
             if update.id and update.id not in self.requirements:
-                problems.append(f"requirement id {update.id!r} does not exist")
+                problems.append(Rejection(UNKNOWN_LIST_ID, f"requirement id {update.id!r} does not exist"))
         for update in conclusion_updates:
             if update.id and update.id not in self.conclusions:
-                problems.append(f"conclusion id {update.id!r} does not exist")
+                problems.append(Rejection(UNKNOWN_LIST_ID, f"conclusion id {update.id!r} does not exist"))
             for c in update.citations:
                 if not evidence.has(c.title, c.sentence):
-                    problems.append(f"citation ({c.title!r}, {c.sentence}) is not a sentence you have read")
+                    problems.append(Rejection(INVALID_CITATION,
+                                              f"citation ({c.title!r}, {c.sentence}) is not a sentence you have read"))
             for dep in getattr(update, "depends_on", ()):
                 if dep not in self.conclusions:
-                    problems.append(f"depends_on names conclusion {dep!r}, which does not exist")
+                    problems.append(Rejection(UNKNOWN_LIST_ID, f"depends_on names conclusion {dep!r}, which does not exist"))
                 elif dep == update.id:
-                    problems.append(f"conclusion {dep!r} cannot depend on itself")
+                    problems.append(Rejection(INVALID_DEPENDENCY, f"conclusion {dep!r} cannot depend on itself"))
         return problems
 
     def apply(

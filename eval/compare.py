@@ -37,7 +37,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--methods", nargs="+", help="keep only these methods (labels, e.g. eir direct reflexion_first)")
     p.add_argument("--reference", default="eir", help="the method every other method is compared against")
     p.add_argument("--families", metavar="FILE.toml",
-                   help="Holm families from the [[families]] tables of a grid TOML file (name, compare, per_column)")
+                   help="Holm families from the [[families]] tables of a grid TOML file (name, compare, per_column, "
+                        "per_pair, size)")
     p.add_argument("--family", action="append", nargs="+", metavar=("NAME", "A vs B"),
                    help='a Holm family of its own: --family h_sweep "eir H=8 vs eir" ... (repeatable). With '
                         "--families or --family only the families named are tested; else the reference against "
@@ -46,7 +47,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--intersection", action="store_true",
                    help="pair runs on the questions they share instead of refusing different question sets")
     p.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES)
-    p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED, help="bootstrap seed (recorded)")
+    p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED,
+                   help=f"bootstrap seed (default {BOOTSTRAP_SEED}, the paper's; logged as bootstrap_seed)")
     p.add_argument("--diff", nargs=2, metavar=("A", "B"), help="print the per-question diff of two methods (or run ids)")
     p.add_argument("--out", default="runs/comparisons", help="where the tables, CSV and plots are written")
     p.add_argument("--no-log", action="store_true", help="do not log a comparison run to MLflow")
@@ -79,15 +81,16 @@ def report(grid: Grid, availability: list[Availability]) -> dict[str, str]:
 
 
 def comparison_metrics(grid: Grid) -> dict[str, float]:
-    """The comparison's numbers under names the MLflow UI can chart: <stat>/<family>/<A> vs <B>/<dataset>/<lm>."""
+    """The comparison's numbers under names the MLflow UI can chart: <stat>/<family>/<A> vs <B>/<dataset>/<lm>
+    (the named family: the pair and column already say which of its Holm families)."""
     out = {}
     for c in grid.comparisons:
-        key = f"{c.family}/{c.reference} vs {c.method}/{c.column[0]}/{c.column[1]}"
+        key = f"{c.family_name}/{c.reference} vs {c.method}/{c.column[0]}/{c.column[1]}"
         out.update({f"f1_diff/{key}": c.f1.diff, f"f1_ci_low/{key}": c.f1.low, f"f1_ci_high/{key}": c.f1.high,
                     f"f1_p/{key}": c.f1.p, f"f1_p_holm/{key}": c.f1_holm.adjusted,
                     f"mcnemar_b/{key}": c.em.b, f"mcnemar_c/{key}": c.em.c, f"mcnemar_p/{key}": c.em.p,
                     f"mcnemar_p_holm/{key}": c.em_holm.adjusted, f"n/{key}": len(c.ids),
-                    f"family_size/{key}": c.family_size})
+                    f"family_size/{key}": c.family_size, f"family_formed/{key}": c.formed})
     out["comparisons"] = len(grid.comparisons)
     out["significant_f1"] = sum(c.f1_holm.significant for c in grid.comparisons)
     out["significant_em"] = sum(c.em_holm.significant for c in grid.comparisons)
@@ -146,7 +149,9 @@ def main(argv: list[str] | None = None) -> dict:
             names = ", ".join(f.name for f in grid.families)
             mlflow.set_tags({tracking.KIND_TAG: tracking.COMPARISON_KIND, "reference": grid.reference,
                              "families": names, "eir.compared_runs": json.dumps(sorted(r.run_id for r in runs))})
-            mlflow.log_params({"reference": grid.reference, "families": names[:6000], "alpha": grid.alpha,
+            groups = "; ".join(f"{f.name}: {f.grouping}" for f in grid.families)
+            mlflow.log_params({"reference": grid.reference, "families": names[:6000], "holm_groups": groups[:6000],
+                               "holm_unformed": "p=1", "alpha": grid.alpha,
                                "intersection": grid.intersection, "bootstrap_resamples": grid.resamples,
                                "bootstrap_seed": grid.seed, "runs_compared": len(grid.runs),
                                "filter": args.filter or "(none)"})

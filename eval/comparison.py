@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import mean
 
-from eval.families import Family, baselines_name, default_families
+from eval.families import Family, FamilyError, baselines_name, default_families
 from eval.logged_runs import LoggedRun, SelectionError
 from eval.metrics import aggregate_defined
 from eval.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Adjusted, Bootstrap, McNemar, holm, mcnemar_exact, \
@@ -34,8 +34,15 @@ class Comparison:
     em: McNemar
     f1_holm: Adjusted
     em_holm: Adjusted
-    family: str  # the Holm family (per-column families carry the column in the name)
-    family_size: int  # comparisons in that Holm family
+    family: str  # the Holm family (per-column and per-pair families carry the column or pair in the name)
+    family_size: int  # Holm's m: the comparisons in that Holm family (the paper's size when its family names one)
+    family_name: str  # the named family (eval.families.Family.name) it was made for
+    formed: int  # the comparisons of that Holm family formed here (fewer than family_size: the rest count as p = 1)
+
+    @property
+    def size_text(self) -> str:
+        """'6', or '2 of 4' when the paper's family holds comparisons not formed here."""
+        return str(self.family_size) if self.formed == self.family_size else f"{self.formed} of {self.family_size}"
 
     @property
     def key(self) -> str:
@@ -88,11 +95,8 @@ class Grid:
         return next((f for f in self.families if f.name == name), None)
 
     def of_family(self, name: str) -> list[Comparison]:
-        """The comparisons of a family (of all its columns, for a per-column family)."""
-        family = self.named(name)
-        if family is None:
-            return []
-        return [c for c in self.comparisons if c.family == family.holm_name(c.column)]
+        """The comparisons of a named family (of all its Holm families, for a per-column or per-pair one)."""
+        return [c for c in self.comparisons if c.family_name == name]
 
     def run(self, method: str, column: Column) -> LoggedRun | None:
         return self.runs.get((method, column))
@@ -172,15 +176,23 @@ def _family_comparisons(family: Family, placed: dict[tuple[str, Column], LoggedR
             f1 = paired_bootstrap([100 * b_by[i]["answer_f1"] for i in ids], [100 * a_by[i]["answer_f1"] for i in ids],
                                   resamples, seed)
             em = mcnemar_exact([b_by[i]["em"] >= 1 for i in ids], [a_by[i]["em"] >= 1 for i in ids])
-            raw.append((family.holm_name(column), column, a, b, ids, f1, em))
-    # Holm within each Holm family only: one for the family, or one per column.
+            raw.append((family.holm_name(column, (a, b)), column, a, b, ids, f1, em))
+    # Holm within each Holm family only (one for the family, or one per column or pair), separately
+    # for each metric; of the paper's size when the family names one.
     out = []
     for name in dict.fromkeys(r[0] for r in raw):
         members = [r for r in raw if r[0] == name]
+        size = family.size or len(members)
+        if len(members) > size:
+            raise FamilyError(f"family {family.name}: {len(members)} comparisons formed in {name}, more than its "
+                              f"size {size}")
+        if len(members) < size:
+            notes.append(f"family {name}: {len(members)} of the paper's {size} comparisons formed; Holm counts the "
+                         f"other {size - len(members)} as p = 1")
         keys = [comparison_key(a, b, column) for _, column, a, b, *_ in members]
-        f1_holm = holm(dict(zip(keys, (r[5].p for r in members))), alpha)
-        em_holm = holm(dict(zip(keys, (r[6].p for r in members))), alpha)
-        out += [Comparison(column, b, a, ids, f1, em, f1_holm[k], em_holm[k], name, len(members))
+        f1_holm = holm(dict(zip(keys, (r[5].p for r in members))), alpha, size)
+        em_holm = holm(dict(zip(keys, (r[6].p for r in members))), alpha, size)
+        out += [Comparison(column, b, a, ids, f1, em, f1_holm[k], em_holm[k], name, size, family.name, len(members))
                 for k, (_, column, a, b, ids, f1, em) in zip(keys, members)]
     return out
 

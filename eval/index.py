@@ -14,7 +14,7 @@ from pathlib import Path
 
 from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError, build_index
 from eir_dspy.wiki_dump import DumpError, read_dump, write_dump
-from eval.corpus import hotpot_files, hotpot_paragraphs
+from eval.corpus import OFFLINE_REPORT, hotpot_files, hotpot_paragraphs
 from eval.data import DataError
 
 
@@ -24,7 +24,7 @@ def build_default_index(data: str | Path, index_dir: Path, progress: bool = True
     dump = index_dir.with_name(index_dir.name.removesuffix("-index") + ".tar.bz2")
     write_dump(paragraphs, dump)
     meta = build_index(read_dump(dump), index_dir, source=str(dump), progress=progress)
-    (index_dir / "hotpot_corpus.json").write_text(json.dumps(report, indent=2) + "\n")
+    (index_dir / OFFLINE_REPORT).write_text(json.dumps(report, indent=2) + "\n")
     return meta
 
 

@@ -28,7 +28,7 @@ from eir_dspy.lm.spec import ENGINES
 from eir_dspy.lm.local_models import DEFAULT_MODEL, ModelFetchError
 from eval import tracking
 from eval.data import DATASETS, DataError, load_questions, resolve_data_file
-from eval.corpus import default_index_dir
+from eval.corpus import BUILD_FULL_INDEX, FULL, corpus_name, default_index_dir
 from eval.execute import run_question
 from eval.index import build_default_index
 from eval.records import ResultsFile, wall_time
@@ -136,6 +136,10 @@ def open_corpus(config: dict, out_root: str) -> CorpusIndex:
     except CorpusIndexError as exc:
         raise SystemExit(f"error: {exc}") from None
     config["index"] = str(index_dir)
+    config["corpus"], config["corpus_paragraphs"] = corpus_name(index_dir), len(index)  # logged: the corpus searched
+    if config["corpus"] != FULL:
+        print(f"note: searching the {config['corpus']} corpus ({len(index):,} paragraphs), not the paper's "
+              f"5.23M-paragraph one (build it with `{BUILD_FULL_INDEX}`)", file=sys.stderr)
     return index
 
 

@@ -2,7 +2,8 @@
 
 - Answer F1: paired bootstrap over questions (the middle 95% of resampled mean differences).
 - Exact Match: exact two-sided McNemar test on the discordant pairs.
-- Holm's step-down correction over a named family of comparisons.
+- Holm's step-down correction over a named family of comparisons (of the paper's size, when some
+  of its comparisons cannot be formed here: those count as p = 1).
 
 Every function takes plain per-question arrays, already paired (see eval.pairing).
 """
@@ -16,7 +17,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 BOOTSTRAP_RESAMPLES = 10_000
-BOOTSTRAP_SEED = 0
+BOOTSTRAP_SEED = 20260806  # the paper's bootstrap seed; --seed overrides it and every run logs the one used
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def paired_bootstrap(baseline: Sequence[float], other: Sequence[float], resample
 
 
 def mcnemar_exact(baseline_correct: Sequence[bool], other_correct: Sequence[bool]) -> McNemar:
-    """Exact two-sided McNemar: under H0 each discordant pair is a fair coin, b ~ Binomial(b + c, 1/2)."""
+    """Exact two-sided McNemar: under H0 each discordant pair is a fair coin, b ~ Binomial(b + c, 1/2).
+    When all k discordant pairs go one way, p = 2 * 0.5^k (the paper's F.2 and F.3 p-values)."""
     base = np.asarray(baseline_correct, dtype=bool)
     other = np.asarray(other_correct, dtype=bool)
     if base.shape != other.shape or base.ndim != 1:
@@ -79,14 +81,21 @@ def mcnemar_exact(baseline_correct: Sequence[bool], other_correct: Sequence[bool
     return McNemar(b, c, p)
 
 
-def holm(pvalues: Mapping[str, float], alpha: float = 0.05) -> dict[str, Adjusted]:
-    """Holm's step-down adjustment: the k-th smallest p (k from 0) times (m - k), made monotone, capped at 1."""
+def holm(pvalues: Mapping[str, float], alpha: float = 0.05, size: int | None = None) -> dict[str, Adjusted]:
+    """Holm's step-down adjustment: the k-th smallest p (k from 0) times (m - k), made monotone, capped at 1.
+
+    m is `size` when given: a family of `size` comparisons of which only these could be formed. The
+    others count as p = 1, which sorts them last, so the given p-values keep the multipliers m, m - 1, ...;
+    Holm's adjusted p-values only grow with any raw p, so this bounds the full family's from above.
+    """
     if not pvalues:
         return {}
     bad = {k: p for k, p in pvalues.items() if not 0.0 <= p <= 1.0}
     if bad:
         raise ValueError(f"p-values must lie in [0, 1]: {bad}")
-    m = len(pvalues)
+    m = len(pvalues) if size is None else size
+    if m < len(pvalues):
+        raise ValueError(f"a family of {m} comparisons cannot hold {len(pvalues)}")
     order = sorted(pvalues, key=lambda k: pvalues[k])
     out, running = {}, 0.0
     for k, name in enumerate(order):

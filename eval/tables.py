@@ -45,8 +45,7 @@ def table1(grid: Grid) -> str:
     ns = ", ".join(f"{column_name(c)}: n={len(grid.run(grid.reference, c).records)}" for c in grid.columns
                    if grid.run(grid.reference, c))
     note = (f"{BELOW} / {ABOVE}: Answer F1 significantly below / above {grid.reference} in the same column "
-            f"(paired bootstrap, Holm over the {len(grid.of_family(grid.family))} comparisons of family "
-            f"'{grid.family}', alpha {grid.alpha}). Questions: {ns}.")
+            f"(paired bootstrap, Holm {_holm_groups(grid)}, alpha {grid.alpha}). Questions: {ns}.")
     return markdown(head, rows) + "\n\n" + note
 
 
@@ -56,14 +55,15 @@ def comparison_details(grid: Grid) -> str:
             "EM b / c", "McNemar p", "p Holm"]
     rows = []
     for c in grid.comparisons:
-        rows.append([f"{c.family} ({c.family_size})", column_name(c.column), c.reference, c.method, str(len(c.ids)),
+        rows.append([f"{c.family} ({c.size_text})", column_name(c.column), c.reference, c.method, str(len(c.ids)),
                      f"{c.f1.diff:+.1f} [{c.f1.low:+.1f}, {c.f1.high:+.1f}]", fmt_p(c.f1.p),
                      fmt_p(c.f1_holm.adjusted) + (" ✓" if c.f1_holm.significant else ""),
                      f"{c.em.b} / {c.em.c}", fmt_p(c.em.p),
                      fmt_p(c.em_holm.adjusted) + (" ✓" if c.em_holm.significant else "")])
     note = (f"Bootstrap: {grid.resamples:,} resamples of the paired questions, seed {grid.seed}, percentile "
             f"interval. McNemar: exact two-sided; b = only B exact, c = only A exact. "
-            f"✓: significant at {grid.alpha} after Holm within the comparison's family (size: its comparisons)."
+            f"✓: significant at {grid.alpha} after Holm within the comparison's family, separately for F1 and EM "
+            "(size: its comparisons; 'k of m': the paper's family holds m, the m − k not formed here count as p = 1)."
             + (" Compared on the questions both runs share (--intersection)." if grid.intersection else ""))
     return markdown(head, rows) + "\n\n" + note if rows else f"(no runs to compare with {grid.reference})"
 
@@ -105,18 +105,33 @@ def support_table(grid: Grid) -> str:
 
 
 def comparisons_csv(grid: Grid) -> str:
-    """One row per comparison; `reference` is A and `baseline` B of the pair (f1_diff = A − B)."""
+    """One row per comparison; `reference` is A and `baseline` B of the pair (f1_diff = A − B); `family` is the
+    named family, `holm_family` the part of it the p-values were adjusted in, of `family_size` comparisons
+    (`formed` of them here)."""
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(["family", "reference", "baseline", "dataset", "lm", "n", "f1_diff", "f1_ci_low", "f1_ci_high",
                 "f1_p", "f1_p_holm", "f1_significant", "mcnemar_b", "mcnemar_c", "mcnemar_p", "mcnemar_p_holm",
-                "mcnemar_significant", "family_size", "reference_run", "baseline_run"])
+                "mcnemar_significant", "family_size", "reference_run", "baseline_run", "holm_family", "formed"])
     for c in grid.comparisons:
-        w.writerow([c.family, c.reference, c.method, *c.column, len(c.ids), c.f1.diff, c.f1.low, c.f1.high,
+        w.writerow([c.family_name, c.reference, c.method, *c.column, len(c.ids), c.f1.diff, c.f1.low, c.f1.high,
                     c.f1.p, c.f1_holm.adjusted, c.f1_holm.significant, c.em.b, c.em.c, c.em.p, c.em_holm.adjusted,
                     c.em_holm.significant, c.family_size, grid.run(c.reference, c.column).run_id,
-                    grid.run(c.method, c.column).run_id])
+                    grid.run(c.method, c.column).run_id, c.family, c.formed])
     return out.getvalue()
+
+
+def _holm_groups(grid: Grid) -> str:
+    """How Table 1's family was adjusted, in words."""
+    family = grid.named(grid.family)
+    found = grid.of_family(grid.family)
+    sizes = "/".join(sorted({c.size_text for c in found})) or "0"
+    if family and family.per_pair:
+        return (f"within each baseline's {sizes} comparisons over the columns (family '{grid.family}', one Holm "
+                "family per baseline)")
+    if family and family.per_column:
+        return f"within each column's {sizes} comparisons (family '{grid.family}', one Holm family per column)"
+    return f"over the {sizes} comparisons of family '{grid.family}'"
 
 
 def _verdict(grid: Grid, method: str, column: Column) -> str:

@@ -84,6 +84,13 @@ def setting_label(name: str, config: dict) -> str:
     return label
 
 
+def acceptance(method: str) -> str | None:
+    """The method's parse rule (eir_dspy/acceptance.py): which outputs it accepts is a condition of the run."""
+    from programs import METHODS
+
+    return getattr(METHODS.get(method), "acceptance", None)
+
+
 def log_config(config: dict) -> None:
     """Params named the same for every method, so MLflow's compare view lines runs up."""
     mlflow.log_params({
@@ -97,6 +104,8 @@ def log_config(config: dict) -> None:
         "endpoints": len(config["api_base"]) if isinstance(config.get("api_base"), list) else int(bool(config.get("api_base"))),
         "price_in": config.get("price_in"), "price_out": config.get("price_out"), **config.get("options", {}),
         "setting": config.get("setting", "pool"), "index": config.get("index"),
+        "corpus": config.get("corpus"), "corpus_paragraphs": config.get("corpus_paragraphs"),
+        "acceptance": acceptance(config["method"]),
     })
     mlflow.set_tags({CONFIG_TAG: json.dumps(config), "method": method_label(config), "variant": variant(config),
                      "dataset": config["dataset"], "lm": config["lm"]})

@@ -1,8 +1,9 @@
 """Direct (ReAct-style): one LM call per turn writes a thought and an action; no lists, no final call.
 
-Scored on the FIRST valid submit: the shared loop stops there, so a later submit never happens.
-Pool: at most H turns in all, reads and the submit included. Corpus: 12 turns, at most H reads;
-the prompt shows a compact trajectory plus the two most recently read paragraphs. No valid
+Each turn sees EIR's inputs minus the lists (the paper, B.1 and B.3): the question, the unread
+titles (corpus: the search results) and the last result, nothing of earlier turns. Scored on the
+FIRST valid submit: the shared loop stops there, so a later submit never happens. Pool: at most
+H turns in all, reads and the submit included. Corpus: 12 turns, at most H reads. No valid
 submit scores 0.
 """
 
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 import dspy
 
+from eir_dspy.acceptance import JSON_ONLY
 from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal, run_episode
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.rejection import EMPTY_ANSWER, INVALID_CITATION, Rejection
+from programs.agent_view import environment_view
 from programs.setting import new_environment, turn_limit
 from programs.trajectory import can_read, read_paragraphs, recent_paragraphs, render_trajectory
 from signatures import DirectSearchTurn, DirectTurn
@@ -38,7 +41,10 @@ def action_config(name: str, episode: Episode) -> dict:
 
 
 def submit_problem(action: Action, episode: Episode) -> Rejection | None:
-    """Direct-style answers are scored as submitted, so a submit must be usable as it stands."""
+    """Direct-style answers are scored as submitted, so a submit must be usable as it stands.
+
+    A citation may name any sentence read in this episode (as the strict grammar allows), not only
+    one in the last result, the only paragraph Direct's prompt still shows."""
     if action.kind != "submit":
         return None
     if not action.answer:
@@ -51,19 +57,13 @@ def submit_problem(action: Action, episode: Episode) -> Rejection | None:
 
 
 class DirectPolicy:
-    """Shared by Direct, SSR (as its proposer) and Reflexion (whose trials add reflections)."""
+    """Direct's turn: EIR's inputs minus the lists in, a thought and an action out."""
 
-    def __init__(self, predict: dspy.Predict, reflections: str | None = None) -> None:
+    def __init__(self, predict: dspy.Predict) -> None:
         self.predict = predict
-        self.reflections = reflections
 
     def inputs(self, episode: Episode) -> dict:
-        extra = {} if self.reflections is None else {"reflections": self.reflections}
-        if episode.env.setting == "corpus":
-            return {"question": episode.question, **extra, "trajectory": render_trajectory(episode),
-                    "recent_paragraphs": recent_paragraphs(episode)}
-        return {"question": episode.question, "titles": "\n".join(episode.env.titles), **extra,
-                "trajectory": render_trajectory(episode)}
+        return {"question": episode.question, **environment_view(episode), "last_result": episode.last_feedback}
 
     def propose(self, episode: Episode) -> Proposal:
         out = lm_call("action", self.predict, **self.inputs(episode), config=action_config("direct_turn", episode))
@@ -74,6 +74,23 @@ class DirectPolicy:
 
     def commit(self, proposal: Proposal, episode: Episode) -> list[str]:
         return []
+
+
+class ReActPolicy(DirectPolicy):
+    """SSR's proposer and Reflexion's trials (which add reflections): Direct's turn over the whole
+    trajectory (all titles, every earlier turn, where the agent stands)."""
+
+    def __init__(self, predict: dspy.Predict, reflections: str | None = None) -> None:
+        super().__init__(predict)
+        self.reflections = reflections
+
+    def inputs(self, episode: Episode) -> dict:
+        extra = {} if self.reflections is None else {"reflections": self.reflections}
+        if episode.env.setting == "corpus":
+            return {"question": episode.question, **extra, "trajectory": render_trajectory(episode),
+                    "recent_paragraphs": recent_paragraphs(episode)}
+        return {"question": episode.question, "titles": "\n".join(episode.env.titles), **extra,
+                "trajectory": render_trajectory(episode)}
 
 
 def episode_answer(episode: Episode) -> tuple[str, list[tuple[str, int]]]:
@@ -88,6 +105,8 @@ def episode_trajectory(episode: Episode) -> dict:
 
 
 class Direct(dspy.Module):
+    acceptance = JSON_ONLY  # the paper: Direct requires JSON only (eir_dspy/acceptance.py)
+
     def __init__(self, budget: int = 6) -> None:
         super().__init__()
         self.budget = budget

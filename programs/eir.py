@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dspy
 
+from eir_dspy.acceptance import EXTRACT
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import run_episode
 from eir_dspy.paragraphs import Paragraph
@@ -17,6 +18,8 @@ from signatures.repair import EIRDependentSearchTurn, EIRDependentTurn, RefreshR
 
 
 class EIR(dspy.Module):
+    acceptance = EXTRACT  # the paper: EIR can extract its action from surrounding prose
+
     def __init__(self, budget: int = 6, ablation: str = "none") -> None:
         super().__init__()
         if ablation not in ABLATIONS:

@@ -1,5 +1,8 @@
 """EIR's per-turn policy on the shared episode loop: one LM call updates the two lists and picks
-the action; the lists are validated all-or-nothing before the action executes."""
+the action. The paper's turn-validity rule: list updates are validated all-or-nothing against the
+evidence read before the turn, and invalid ones (a citation of a sentence not read, an unknown id;
+a wrongly typed sentence position already fails to parse) reject the whole turn: its action does
+not run, the turn is used, and the next prompt says why."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal
 from eir_dspy.rejection import Rejection
 from eir_dspy.state import AgentLists
+from programs.agent_view import environment_view
 from programs.direct import to_action
 from signatures.schemas import eir_search_turn_schema, eir_turn_schema, grammar_config
 
@@ -18,23 +22,25 @@ HIDDEN_LISTS = "(not shown)"  # what the list-feedback control's prompts hold in
 
 class EIRPolicy:
     """EIR's turn. `show_lists=False` is the list-feedback control (E.2): the updates are proposed,
-    validated and kept exactly as in EIR, but no later prompt shows the lists or what was discarded."""
+    validated (rejecting the turn) and kept exactly as in EIR, but no later prompt shows the lists
+    or what was wrong with them: a turn rejected for its updates says only that."""
 
     def __init__(self, predict: dspy.Predict, show_lists: bool = True) -> None:
         self.predict = predict
         self.show_lists = show_lists
         self.lists = AgentLists()
-        self.updates = {"applied": 0, "discarded": 0}  # turns whose non-empty list updates were kept / thrown out
+        # Turns whose non-empty list updates were applied / invalid (an invalid update rejects its turn).
+        self.updates = {"applied": 0, "discarded": 0}
 
     def view(self, episode: Episode) -> tuple[dict, dict]:
         """What the agent sees of its environment, and the grammar of its turn output."""
         env, read = episode.env, list(episode.evidence.titles)
         if env.setting == "corpus":
-            return ({"search_results": env.render_found()},
+            return (environment_view(episode),
                     grammar_config("eir_turn", lambda: eir_search_turn_schema(env.unread_ids, read, episode.reads_left,
                                                                               episode.on_last_turn, self.dependency_ids)))
         unread = list(env.unread_titles)
-        return ({"unread_titles": "\n".join(unread) or "(all paragraphs have been read)"},
+        return (environment_view(episode),
                 grammar_config("eir_turn", lambda: eir_turn_schema(unread, read, episode.reads_left, self.dependency_ids)))
 
     @property
@@ -54,7 +60,20 @@ class EIRPolicy:
             last_result=episode.last_feedback,
             config=config,
         )
-        return Proposal(to_action(out.action), payload=(out.requirement_updates, out.conclusion_updates))
+        payload = (out.requirement_updates, out.conclusion_updates)
+        return Proposal(to_action(out.action), payload=payload, invalid=self.invalid_updates(payload, episode))
+
+    def invalid_updates(self, payload, episode: Episode) -> Rejection | None:
+        """Why the turn's list updates reject it, or None. Citations are checked against the evidence
+        read BEFORE this turn's action; the first problem's cause is the turn's cause."""
+        problems = self.lists.check(*payload, episode.evidence)
+        if not problems:
+            return None
+        self.updates["discarded"] += 1
+        text = "your list updates are invalid, so nothing of this turn ran (its action included)"
+        if self.show_lists:
+            text += ": " + "; ".join(p.text for p in problems)
+        return Rejection(problems[0].cause, text)
 
     def shows_lists(self, episode: Episode) -> bool:
         return self.show_lists or episode.turn == 1
@@ -63,13 +82,12 @@ class EIRPolicy:
         return None  # EIR's answer comes from the final call, so any submit is acceptable
 
     def commit(self, proposal: Proposal, episode: Episode) -> list[str]:
-        # Citations are checked against evidence read BEFORE this turn's action executes.
+        # Only an accepted turn gets here, so its updates passed invalid_updates against the same evidence.
         requirement_updates, conclusion_updates = proposal.payload
         problems = self.lists.apply(requirement_updates, conclusion_updates, episode.evidence)
+        assert not problems, problems
         if requirement_updates or conclusion_updates:
-            self.updates["discarded" if problems else "applied"] += 1
-        if problems and self.show_lists:
-            return ["Your list updates were discarded (all of them): " + "; ".join(problems)]
+            self.updates["applied"] += 1
         return []
 
     def record(self) -> dict:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import dspy
 
+from eir_dspy.acceptance import EXTRACT
 from eir_dspy.evidence import EvidenceStore
 from eir_dspy.paragraphs import Paragraph
 from programs.answer import AnswerFromEvidence
 
 
 class FullPool(dspy.Module):
+    acceptance = EXTRACT  # the paper is silent; its one call is EIR's final call, so it accepts as EIR does
+
     def __init__(self, budget: int = 6) -> None:  # budget is unused: nothing is read turn by turn
         super().__init__()
         self.answer = AnswerFromEvidence()

@@ -14,11 +14,12 @@ from typing import Callable
 
 import dspy
 
+from eir_dspy.acceptance import JSON_ONLY
 from eir_dspy.accounting import calls_so_far, lm_call
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Episode, run_episode
 from eir_dspy.paragraphs import Paragraph
-from programs.direct import DirectPolicy, episode_answer, episode_trajectory
+from programs.direct import ReActPolicy, episode_answer, episode_trajectory
 from programs.trajectory import render_trajectory
 from programs.setting import new_environment, turn_limit
 from signatures import Reflect, ReflexionSearchTurn, ReflexionTurn
@@ -32,6 +33,7 @@ def render_reflections(reflections: list[str]) -> str:
 
 
 class Reflexion(dspy.Module):
+    acceptance = JSON_ONLY  # the paper: Reflexion requires JSON only, its reflections too
     needs_oracle = True  # the runner passes oracle=...
     label = "reflexion_oracle"  # the method name this run's main result is logged under
 
@@ -53,8 +55,8 @@ class Reflexion(dspy.Module):
         first = None
         t0 = time.perf_counter()
         for trial in range(1, self.trials + 1):
-            policy = DirectPolicy(self.turn if corpus is None else self.search_turn,
-                                  reflections=render_reflections(reflections))
+            policy = ReActPolicy(self.turn if corpus is None else self.search_turn,
+                                 reflections=render_reflections(reflections))
             # A fresh environment per trial: no earlier text, and in the corpus no earlier search results.
             episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
                                   max_turns=turn_limit(corpus, self.budget))

@@ -12,18 +12,19 @@ import re
 
 import dspy
 
+from eir_dspy.acceptance import JSON_ONLY
 from eir_dspy.accounting import lm_call
 from eir_dspy.corpus_environment import normalize_id
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.answer_text import normalize_answer
-from programs.direct import (DirectPolicy, action_config, episode_answer, episode_trajectory, submit_problem,
+from programs.direct import (ReActPolicy, action_config, episode_answer, episode_trajectory, submit_problem,
                              to_action)
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
 from programs.setting import new_environment, turn_limit
 from programs.trajectory import recent_paragraphs, render_action, render_trajectory
-from signatures import (DecomposeProposal, DecomposeSearchProposal, DirectSearchTurn, DirectTurn, RefineSearchStep,
+from signatures import (DecomposeProposal, DecomposeSearchProposal, ReActSearchTurn, ReActTurn, RefineSearchStep,
                         RefineStep, VerifySearchStep, VerifyStep)
 from signatures.schemas import decompose_schema, grammar_config, verify_schema
 from signatures.ssr import STEPS
@@ -65,7 +66,7 @@ def correction_key(step: str, correction: str, episode: Episode):
     return normalize_answer(correction) or None
 
 
-class SSRPolicy(DirectPolicy):
+class SSRPolicy(ReActPolicy):
     def __init__(self, program: "SSR", turn: dspy.Predict) -> None:
         super().__init__(turn)
         self.program = program
@@ -139,17 +140,19 @@ class SSRPolicy(DirectPolicy):
 
 
 class SSR(dspy.Module):
+    acceptance = JSON_ONLY  # the paper is silent; SSR proposes as Direct does, so all its calls are JSON only
+
     def __init__(self, budget: int = 6, verifier_temperature: float = 0.7, votes: int = 3) -> None:
         super().__init__()
         self.budget = budget
         self.verifier_temperature = verifier_temperature
         self.votes = votes
-        self.turn = dspy.Predict(DirectTurn)
+        self.turn = dspy.Predict(ReActTurn)
         self.decompose = dspy.Predict(DecomposeProposal)
         self.verify = dspy.Predict(VerifyStep)
         self.refine = dspy.Predict(RefineStep)
         # The corpus setting's variants (search actions; the latest paragraphs shown).
-        self.search_turn = dspy.Predict(DirectSearchTurn)
+        self.search_turn = dspy.Predict(ReActSearchTurn)
         self.search_decompose = dspy.Predict(DecomposeSearchProposal)
         self.search_verify = dspy.Predict(VerifySearchStep)
         self.search_refine = dspy.Predict(RefineSearchStep)

@@ -1,4 +1,6 @@
-"""The ReAct-style trajectory text Direct, SSR and Reflexion show the model: thought, action, result."""
+"""The ReAct-style trajectory text SSR and Reflexion show the model: thought, action, result.
+
+Direct sees none of it (only EIR's inputs minus the lists); it shares the grammar helpers below."""
 
 from __future__ import annotations
 

@@ -46,14 +46,30 @@ EIRSearchTurn = EIRSearchTurn.with_instructions(
 )
 
 
-class DirectSearchTurn(dspy.Signature):
-    """Answer a multi-hop question by searching a Wikipedia corpus and reading paragraphs, one action per turn.
-    Think briefly: what do you know, what is missing? Then act. Each action should establish one missing fact:
-    search with a few keywords (expected result: up to ten titles with paragraph ids), read one found id
-    (expected result: that paragraph's sentences), or submit the shortest correct answer (an entity, date,
-    number, or yes/no) citing the sentences it rests on by paragraph title and sentence index.
-    Progress is judged by whether the facts the question needs are in paragraphs you have read; submit once they are."""
+_DIRECT_INSTRUCTIONS = (
+    "Answer a multi-hop question by searching a Wikipedia corpus and reading paragraphs, one action per turn.\n"
+    "Think briefly: what do you know, what is missing? Then act. Each action should establish one missing fact:\n"
+    "search with a few keywords (expected result: up to ten titles with paragraph ids), read one found id\n"
+    "(expected result: that paragraph's sentences), or submit the shortest correct answer (an entity, date,\n"
+    "number, or yes/no) citing the sentences it rests on by paragraph title and sentence index.\n"
+    "Progress is judged by whether the facts the question needs are in paragraphs you have read; submit once they are."
+)
 
+
+class DirectSearchTurn(dspy.Signature):
+    # EIRSearchTurn's inputs in its order, without requirements and conclusions (as DirectTurn in the pool).
+    question: str = dspy.InputField()
+    search_results: str = dspy.InputField(desc="paragraphs your searches found, as id | title")
+    last_result: str = dspy.InputField(desc="what your last action returned, or why it was rejected")
+    thought: str = dspy.OutputField()
+    action: CitingSearchAction = dspy.OutputField()
+
+
+DirectSearchTurn = DirectSearchTurn.with_instructions(_DIRECT_INSTRUCTIONS)
+
+
+class ReActSearchTurn(dspy.Signature):
+    # SSR's proposer (and Reflexion's base): a compact trajectory and the two latest paragraphs.
     question: str = dspy.InputField()
     trajectory: str = dspy.InputField(desc="your earlier turns: thought, action, result")
     recent_paragraphs: str = dspy.InputField(desc="the two paragraphs you read most recently")
@@ -61,7 +77,9 @@ class DirectSearchTurn(dspy.Signature):
     action: CitingSearchAction = dspy.OutputField()
 
 
+ReActSearchTurn = ReActSearchTurn.with_instructions(_DIRECT_INSTRUCTIONS)
+
 # Reflexion in the corpus setting: reflections go before the trajectory (stable prompt prefix).
-ReflexionSearchTurn = DirectSearchTurn.insert(
+ReflexionSearchTurn = ReActSearchTurn.insert(
     1, "reflections", dspy.InputField(desc="lessons from your earlier failed attempts at this question"), type_=str,
 ).append_instructions("Use the reflections on your earlier attempts to avoid repeating their mistakes.")

@@ -7,7 +7,7 @@ from eir_dspy.state import AgentLists, DependentConclusionUpdate
 from eir_dspy.evidence import EvidenceStore
 from programs.eir import EIR
 from programs.eir_repair import MAX_REPAIRS_PER_TURN
-from tests.scripted import final, run_program, turn
+from tests.scripted import field, final, run_program, turn
 from tests.test_eir import POOL, Q
 
 BAND = "Tinted Windows (band)"
@@ -17,11 +17,13 @@ CONC = {"id": None, "claim": "QQCLAIM the band played first in Tulsa", "status":
 
 
 def episode_replies():
-    """Read the band, conclude (valid), read the album, propose an invalid conclusion, submit."""
+    """Read the band, conclude (valid), read the album, submit with an invalid conclusion (the turn is
+    rejected), submit."""
     return [
         turn("read", BAND, reqs=[REQ]),
         turn("read", "Tinted Windows (album)", concls=[CONC], reqs=[{"id": "R1", "text": REQ["text"], "status": "satisfied"}]),
         turn("submit", answer="Tulsa", concls=[dict(CONC, citations=[{"title": "Act of Congress", "sentence": 0}])]),
+        turn("submit", answer="Tulsa"),
         final("Tulsa", [(BAND, 1)]),
     ]
 
@@ -33,7 +35,8 @@ def test_list_feedback_control_keeps_the_updates_but_never_shows_them():
     assert control.trajectory["requirements"] == eir.trajectory["requirements"] != []
     assert control.trajectory["conclusions"] == eir.trajectory["conclusions"] != []
     assert control.trajectory["list_updates"] == eir.trajectory["list_updates"] == {"applied": 2, "discarded": 1}
-    assert ledger.by_role() == {"action": 3, "final": 1} and len(engine.prompts) == len(eir_engine.prompts)
+    assert ledger.by_role() == {"action": 4, "final": 1} and len(engine.prompts) == len(eir_engine.prompts)
+    assert [t.rejection_cause for t in control.episode.turns] == [None, None, "invalid_citation", None]
     # EIR's later prompts show the entries and the discard; the control's show neither.
     assert "QQREQ" in eir_engine.prompts[1] and "QQCLAIM" in eir_engine.prompts[2]
     for prompt in engine.prompts[1:3]:
@@ -50,13 +53,16 @@ def test_the_controls_first_prompt_is_eirs():
     assert engine.prompts[1] != eir_engine.prompts[1] and "(not shown)" in engine.prompts[1]
 
 
-def test_the_control_hides_the_discard_notice_too():
-    replies = [turn("read", BAND, concls=[CONC]),  # cites a sentence not read yet: discarded
+def test_the_control_learns_its_turn_was_rejected_but_not_what_was_wrong_with_its_updates():
+    replies = [turn("read", BAND, concls=[CONC]),  # cites a sentence not read yet: the turn is rejected
                turn("submit", answer="Tulsa"), final("Tulsa")]
-    _, _, eir_engine = run_program(EIR(), Q, POOL, list(replies))
-    _, _, engine = run_program(EIR(ablation="no-list-feedback"), Q, POOL, list(replies))
-    assert "Your list updates were discarded" in eir_engine.prompts[1]
-    assert "Your list updates were discarded" not in engine.prompts[1]
+    eir, _, eir_engine = run_program(EIR(), Q, POOL, list(replies))
+    control, _, engine = run_program(EIR(ablation="no-list-feedback"), Q, POOL, list(replies))
+    rejected = "Turn 1 was rejected: your list updates are invalid, so nothing of this turn ran (its action included)"
+    assert field(eir_engine.prompts[1], "last_result") == rejected + \
+        ": citation ('Tinted Windows (band)', 1) is not a sentence you have read"
+    assert field(engine.prompts[1], "last_result") == rejected
+    assert eir.episode.reads == control.episode.reads == 0  # the same rule: neither read happened
 
 
 def test_unknown_ablation_is_refused():

@@ -83,8 +83,27 @@ def test_table15_counts_by_hand(report):
     musique = rows[("eir", "musique", "gpt-x")]  # m1 misses one, m2 and m4 are complete
     assert [musique[k] for k in ("n", "EM errors", "complete", "incomplete", "missing 1", "missing 2", "missing 3+")] \
         == ["4", "3", "2", "1", "1", "0", "0"]
-    # Rows in (dataset, LM, method) order.
-    assert list(rows) == [("direct", "hotpotqa", "scripted"), ("eir", "hotpotqa", "scripted"), ("eir", "musique", "gpt-x")]
+    # Rows in (dataset, LM, method) order, then the paper's pooled row.
+    assert list(rows) == [("direct", "hotpotqa", "scripted"), ("eir", "hotpotqa", "scripted"), ("eir", "musique", "gpt-x"),
+                          ("all runs", "all", "all")]
+
+
+def test_table15_pooled_row_counts_every_runs_questions(report):
+    _, rows = table_rows(report.tables["table15_availability.md"])
+    # 10 + 3 + 4 questions; errors 7 + 0 + 3, incomplete 5 + 0 + 1; missing 1: 1 + 1, 2: 2, 3+: 2.
+    low, high = wilson(6, 10)
+    pooled = rows[("all runs", "all", "all")]
+    assert [pooled[k] for k in ("n", "EM errors", "complete", "incomplete", "incomplete %", "95% CI (Wilson)",
+                                "missing 1", "missing 2", "missing 3+")] == \
+        ["17", "10", "4", "6", "60.0", f"[{100 * low:.1f}, {100 * high:.1f}]", "2", "2", "2"]
+    assert report.metrics["incomplete/all runs/all/all"] == 6
+    assert report.metrics["incomplete_share/all runs/all/all"] == pytest.approx(0.6)
+
+
+def test_table15_has_no_pooled_row_for_one_run(tmp_path):
+    report = availability.analyze(RUNS[:1], Context(out=tmp_path), tmp_path)
+    _, rows = table_rows(report.tables["table15_availability.md"])
+    assert list(rows) == [("eir", "hotpotqa", "scripted")]
 
 
 def test_metrics_hold_the_counts_and_the_wilson_interval(report):

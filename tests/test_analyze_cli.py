@@ -125,3 +125,13 @@ def test_records_hold_evidence_and_an_older_record_without_it_is_refused_naming_
         sources.require_fields(older, "gold_titles", "evidence")
     message = str(refused.value)
     assert run.run_id in message and run.name in message and "'evidence'" in message and "1 questions" in message
+
+
+def test_help_lists_table16_and_the_table19_totals(capsys):
+    from eval.analyze.__main__ import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    listed = capsys.readouterr().out
+    assert "table16" in listed and "F.2, F.3, Table 16" in listed
+    assert "totals" in listed and "Table 19" in listed

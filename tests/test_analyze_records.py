@@ -215,7 +215,8 @@ EIR_T21 = [
     supported("e4", G, None, calls("action"), error="RuntimeError: boom"),  # raised: left out
 ]
 REFLEXION_T21 = [
-    # Trial 1 reads G1; trial 2 reads G2 at 4 calls, then G1 again and submits: 2 actions after.
+    # Trial 1 reads G1; trial 2 reads G2 at 4 calls, then G1 again at 5 (complete within trial 2) and submits:
+    # 1 action after.
     supported("x1", G, {"trials": [{"turns": [turn(read="G1", calls=1), turn(calls=2)]},
                                    {"turns": [turn(read="G2", calls=4), turn(read="G1", calls=5), turn(calls=6)]}]},
               calls("action", "action", "reflect", "action", "action", "action")),
@@ -223,15 +224,31 @@ REFLEXION_T21 = [
     supported("x2", G, {"trials": [{"turns": [turn(read="G1", calls=1), turn(read="G2", calls=2), turn(calls=3)]},
                                    {"turns": [turn(read="X", calls=5), turn(calls=6)]}]},
               calls("action", "action", "action", "reflect", "action", "action")),
+    # Trial 1 reads G1, trial 2 reads G2: every paragraph read over the trials, but no one trial read them all.
+    supported("x3", G, {"trials": [{"turns": [turn(read="G1", calls=1), turn(calls=2)]},
+                                   {"turns": [turn(read="G2", calls=4), turn(calls=5)]}]},
+              calls("action", "action", "reflect", "action", "action")),
 ]
 
 
 def test_calls_after_support_for_one_record():
-    record = EIR_T21[0]
-    assert calls_after_support.calls_after_support(record, calls_after_support.turns_of(record)) == \
-        {"action": 1, "final": 1}
-    assert calls_after_support.calls_after_support(EIR_T21[2], calls_after_support.turns_of(EIR_T21[2])) is None
-    assert [t["calls_made"] for t in calls_after_support.turns_of(REFLEXION_T21[0])] == [1, 2, 4, 5, 6]
+    after, trials_of = calls_after_support.calls_after_support, calls_after_support.trials_of
+    assert after(EIR_T21[0], trials_of(EIR_T21[0])) == {"action": 1, "final": 1}
+    assert after(EIR_T21[2], trials_of(EIR_T21[2])) is None
+    assert [[t["calls_made"] for t in trial] for trial in trials_of(REFLEXION_T21[0])] == [[1, 2], [4, 5, 6]]
+
+
+def test_reflexion_support_counts_within_one_trial():
+    """The paper: "at least one Reflexion trial reads every paragraph". Reads do not carry over trials."""
+    after, trials_of = calls_after_support.calls_after_support, calls_after_support.trials_of
+    # x1: trial 2 read G2 then G1 itself: complete at its 5th call, not at G2 (4 calls) on top of trial 1's G1.
+    assert after(REFLEXION_T21[0], trials_of(REFLEXION_T21[0])) == {"action": 1}
+    # x3: G1 in trial 1 and G2 in trial 2 is every paragraph over the trials, but no trial's.
+    assert after(REFLEXION_T21[2], trials_of(REFLEXION_T21[2])) is None
+    # The same reads within one trial do count.
+    one_trial = {**REFLEXION_T21[2], "trajectory": {"trials": [{"turns": [turn(read="G1", calls=1),
+                                                                           turn(read="G2", calls=2)]}]}}
+    assert after(one_trial, trials_of(one_trial)) == {"reflect": 1, "action": 2}
 
 
 def test_table21_by_hand(tmp_path):
@@ -243,12 +260,14 @@ def test_table21_by_hand(tmp_path):
                     "final/q", "reflect/q", "% of calls"]
     # EIR: e1 2 after (1 action, 1 final), e2 3 (2 actions, 1 final), e3 never; 5 of 13 calls.
     assert [rows[("eir",)][c] for c in head[3:]] == ["3", "2", "1", "2.50", "1.50", "1.00", "0.00", "38.5"]
-    # Reflexion: x1 2 actions; x2 3 actions and a reflection; 6 of 12 calls.
-    assert [rows[("reflexion_oracle",)][c] for c in head[3:]] == ["2", "2", "0", "3.00", "2.50", "0.00", "0.50",
-                                                                  "50.0"]
+    # Reflexion: x1 1 action (support within trial 2); x2 3 actions and a reflection; x3 never within one
+    # trial. 5 of 17 calls.
+    assert [rows[("reflexion_oracle",)][c] for c in head[3:]] == ["3", "2", "1", "2.50", "2.00", "0.00", "0.50",
+                                                                  "29.4"]
     assert ("full_pool",) not in rows and any("r-pool" in n for n in report.notes)
     assert any("r-eir" in n and "1 questions left out" in n for n in report.notes)
-    assert report.metrics[f"calls_after_support_share/reflexion_oracle/hotpotqa/{LM}"] == pytest.approx(0.5)
+    assert report.metrics[f"calls_after_support_share/reflexion_oracle/hotpotqa/{LM}"] == pytest.approx(5 / 17)
+    assert report.metrics[f"support_never_read/reflexion_oracle/hotpotqa/{LM}"] == 1
     assert report.metrics[f"support_never_read/eir/hotpotqa/{LM}"] == 1
 
 
@@ -257,3 +276,12 @@ def test_table21_refuses_turns_without_calls_made(tmp_path):
     old = [supported("o", G, {"turns": [old_turn]}, calls("action", "final"))]
     with pytest.raises(SelectionError, match="r-old.*calls_made"):
         calls_after_support.analyze([logged("eir", "hotpotqa", old, "r-old")], Context(out=tmp_path), tmp_path)
+
+
+def test_table21_notes_runs_outside_the_corpus_setting_the_paper_used(tmp_path):
+    pool = calls_after_support.analyze([logged("eir", "hotpotqa", EIR_T21, "r-eir")], Context(out=tmp_path), tmp_path)
+    assert any("Table 21 is over its corpus-setting runs" in n and "eir / hotpotqa" in n for n in pool.notes)
+    corpus = calls_after_support.analyze([logged("eir_corpus", "hotpotqa", EIR_T21, "r-c", setting="corpus")],
+                                         Context(out=tmp_path), tmp_path)
+    assert not any("corpus-setting" in n for n in corpus.notes)
+    assert corpus.metrics[f"support_read/eir_corpus/hotpotqa/{LM}"] == 2

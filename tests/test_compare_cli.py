@@ -38,10 +38,15 @@ def test_compare_prints_tables_logs_a_comparison_run_and_writes_plots(workdir, m
     assert metrics[f"f1_diff/{key.format('direct')}"] == pytest.approx(100 / 3)
     assert metrics[f"mcnemar_c/{key.format('direct')}"] == 1.0 and metrics["comparisons"] == 2.0
     assert metrics[f"f1_p_holm/{key.format('full_pool')}"] == 1.0
-    assert metrics[f"family_size/{key.format('direct')}"] == 2.0
+    # One Holm family per baseline over the columns (Table 6): Direct's holds its one column.
+    assert metrics[f"family_size/{key.format('direct')}"] == 1.0 and direct.family == "eir_vs_baselines:eir vs direct"
     run = mlflow.get_run(out["run_id"])
     assert run.data.tags["eir.kind"] == "comparison" and run.data.params["bootstrap_resamples"] == "500"
     assert run.data.params["families"] == "eir_vs_baselines"
+    assert run.data.params["holm_groups"] == "eir_vs_baselines: per pair" and run.data.params["holm_unformed"] == "p=1"
+    # The paper's bootstrap seed unless --seed says otherwise, logged either way.
+    assert grid.seed == 20260806 and run.data.params["bootstrap_seed"] == "20260806"
+    assert "seed 20260806" in out["files"]["statistics.md"]
     assert sorted(json.loads(run.data.tags["eir.compared_runs"])) == sorted(ids.values())
 
     names = {a.path for a in mlflow.MlflowClient().list_artifacts(out["run_id"])}
@@ -52,8 +57,9 @@ def test_compare_prints_tables_logs_a_comparison_run_and_writes_plots(workdir, m
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
     # The comparison run is never read back as a method run.
-    again = compare_module.main(["--experiment", "test", "--resamples", "100", "--no-log"])
-    assert len(again["grid"].runs) == 3 and again["run_id"] is None
+    again = compare_module.main(["--experiment", "test", "--resamples", "100", "--seed", "7"])
+    assert len(again["grid"].runs) == 3 and again["grid"].seed == 7
+    assert mlflow.get_run(again["run_id"]).data.params["bootstrap_seed"] == "7"
 
 
 def test_compare_refuses_different_question_sets_and_unknown_selections(workdir, monkeypatch):

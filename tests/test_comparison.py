@@ -23,7 +23,7 @@ def run(method: str, ems: list[int], dataset: str = "hotpotqa", lm: str = "local
                      6, start, {}, tuple(record(i, e, calls=calls, **kw) for i, e in zip(ids, ems)))
 
 
-def test_reference_is_compared_with_each_baseline_per_column_and_holm_spans_the_family():
+def test_reference_is_compared_with_each_baseline_per_column_and_holm_spans_each_baselines_columns():
     ref = [1] * 12 + [0] * 8
     runs = [run("eir", ref), run("direct", [0] * 12 + [0] * 8, calls=6), run("full_pool", ref, calls=1),
             run("eir", [1] * 10, dataset="2wiki"), run("direct", [1] * 10, dataset="2wiki")]
@@ -35,8 +35,10 @@ def test_reference_is_compared_with_each_baseline_per_column_and_holm_spans_the_
     direct = grid.comparison("direct", ("hotpotqa", "local/m"))
     assert (direct.em.b, direct.em.c) == (0, 12) and direct.em.p == pytest.approx(2 / 2**12)
     assert direct.f1.diff == pytest.approx(60.0)  # points: reference minus baseline
-    # Holm over three tests: the two identical-run comparisons have p = 1.
-    assert direct.em_holm.adjusted == pytest.approx(3 * 2 / 2**12) and direct.em_holm.significant
+    # Holm within Direct's two columns (Table 6: one family per baseline); 2wiki's identical runs have p = 1.
+    assert direct.em_holm.adjusted == pytest.approx(2 * 2 / 2**12) and direct.em_holm.significant
+    assert (direct.family, direct.family_size) == ("eir_vs_baselines:eir vs direct", 2)
+    assert grid.comparison("full_pool", ("hotpotqa", "local/m")).family_size == 1  # its own group (Appendix G)
     assert direct.verdict == "below"
     same = grid.comparison("full_pool", ("hotpotqa", "local/m"))
     assert same.em.p == 1.0 and same.f1_holm.adjusted == 1.0 and same.verdict == ""
@@ -72,7 +74,8 @@ def test_table1_marks_a_significantly_worse_baseline_and_shows_calls():
     assert "hotpotqa · m F1" in lines[0] and "calls/q" in lines[0]
     assert [c.strip() for c in lines[2].split("|")[1:4]] == ["eir", "60.0", "8.00"]
     assert "0.0*" in lines[3] and "6.00" in lines[3]
-    assert "Holm over the 1 comparisons of family 'eir_vs_baselines'" in text and "n=20" in text
+    assert "Holm within each baseline's 1 comparisons over the columns (family 'eir_vs_baselines', one Holm family " \
+           "per baseline)" in text and "n=20" in text
 
 
 def test_table9_averages_columns_and_gives_ratios_to_the_reference():
@@ -106,7 +109,7 @@ def test_csv_has_one_row_per_comparison_with_the_run_ids():
     lines = comparisons_csv(grid).strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("family,reference,baseline,dataset,lm,n,f1_diff")
     assert lines[1].startswith("eir_vs_baselines,eir,direct,hotpotqa,local/m,2,50.0,")
-    assert lines[1].endswith("eir-hotpotqa-local/m-0,direct-hotpotqa-local/m-0")
+    assert lines[1].endswith("eir-hotpotqa-local/m-0,direct-hotpotqa-local/m-0,eir_vs_baselines:eir vs direct,1")
 
 
 def test_evidence_availability_splits_errors_by_gold_read():

@@ -53,16 +53,18 @@ def test_eir_answers_from_what_it_read_when_turn_12_is_not_a_submit(tiny_corpus)
     assert ledger.by_role() == {"action": 12, "final": 1}
 
 
-def test_direct_sees_the_two_latest_paragraphs_and_a_compact_trajectory(tiny_corpus):
+def test_direct_sees_the_search_results_and_only_the_last_result(tiny_corpus):
     pred, _, engine = run(Direct(), tiny_corpus, [
         act("search", query="seoul busan zebra"),
         act("read", pid="7"), act("read", pid="12"), act("read", pid="4"),
-        act("submit", answer="Busan", citations=[("Busan", 1)]),
+        act("submit", answer="Busan", citations=[("Busan", 1)]),  # Busan was read, though no longer shown
     ])
     assert pred.answer == "Busan" and pred.citations == [("Busan", 1)] and pred.episode.reads == 3
-    recent, trajectory = field(engine.prompts[-1], "recent_paragraphs"), field(engine.prompts[-1], "trajectory")
-    assert "Busan is a port city." in recent and "Zebra crossing." in recent and "capital" not in recent
-    assert 'Read 7 "Seoul" (5 reads left): 1 sentences' in trajectory and "capital" not in trajectory
+    last = engine.prompts[-1]
+    assert field(last, "search_results").splitlines()[:3] == ["12 | Busan (read)", "7 | Seoul (read)", "4 | Twin B (read)"]
+    assert field(last, "last_result").endswith("[0] Zebra crossing.")
+    assert "Busan is a port city." not in last and "capital" not in last  # earlier reads are not shown again
+    assert "[[ ## trajectory ## ]]" not in last and "[[ ## recent_paragraphs ## ]]" not in last and "Now turn" not in last
     assert "expected result" in engine.prompts[0] and "Progress is judged" in engine.prompts[0]
 
 

@@ -24,8 +24,8 @@ def test_invalid_submits_are_rejected_and_the_next_valid_one_counts():
     pred, ledger, engine = run(replies)
     assert [t.accepted for t in pred.episode.turns] == [False, False, True, True]
     assert pred.answer == "Tulsa" and pred.episode.rejected_turns == 2 and ledger.n_calls == 4
-    assert "cites sentences you have not read: ('Tinted Windows (band)', 1)" in field(engine.prompts[1], "trajectory")
-    assert "the submitted answer is empty" in field(engine.prompts[2], "trajectory")
+    assert "cites sentences you have not read: ('Tinted Windows (band)', 1)" in field(engine.prompts[1], "last_result")
+    assert "the submitted answer is empty" in field(engine.prompts[2], "last_result")
 
 
 def test_no_valid_submit_within_h_turns_scores_empty():
@@ -35,12 +35,12 @@ def test_no_valid_submit_within_h_turns_scores_empty():
     assert pred.answer == "" and ep.forced_end and len(ep.turns) == 3 == ledger.n_calls  # H turns in all
 
 
-def test_trajectory_keeps_thoughts_actions_and_results_and_grows_at_the_end():
-    _, _, engine = run([act("read", BAND, thought="QQFIRST need the band"), act("submit", answer="x")])
-    traj = field(engine.prompts[1], "trajectory")
-    assert traj.startswith("Turn 1\nThought: QQFIRST need the band\nAction: read 'Tinted Windows (band)'")
-    assert "[1] Their first show was in Tulsa." in traj and traj.endswith("Now turn 2 of 6; 5 reads left.")
-    assert field(engine.prompts[0], "titles") == field(engine.prompts[1], "titles")  # static: prefix reuse
+def test_a_turn_sees_the_last_result_but_no_earlier_thought_or_action():
+    pred, _, engine = run([act("read", BAND, thought="QQFIRST need the band"), act("submit", answer="x")])
+    last = field(engine.prompts[1], "last_result")
+    assert last.startswith('Read "Tinted Windows (band)" (5 reads left).') and last.endswith("[1] Their first show was in Tulsa.")
+    assert "QQFIRST" not in engine.prompts[1] and "Turn 1" not in engine.prompts[1]
+    assert pred.episode.turns[0].reasoning == "QQFIRST need the band"  # the thought is still recorded
 
 
 def test_constrained_schema_bounds_citations_and_forces_submit_on_the_last_turn():
@@ -51,4 +51,4 @@ def test_constrained_schema_bounds_citations_and_forces_submit_on_the_last_turn(
     assert action["properties"]["kind"] == {"const": "submit"}
     item = action["properties"]["citations"]["items"]
     assert item["properties"] == {"title": {"const": BAND}, "sentence": {"enum": [0, 1]}}
-    assert "You must submit your answer now." in field(engine.prompts[1], "trajectory")
+    assert "must submit" not in engine.prompts[1] and "Now turn" not in engine.prompts[1]  # the grammar alone forces it

@@ -4,7 +4,7 @@ import pytest
 
 from eir_dspy.paragraphs import Paragraph
 from programs.eir import EIR
-from tests.scripted import final, run_program, turn
+from tests.scripted import field, final, run_program, turn
 
 POOL = (
     Paragraph("Tinted Windows (album)", ("Tinted Windows is the debut album of Tinted Windows.",), 0),
@@ -62,12 +62,51 @@ def test_turn_prompt_puts_stable_inputs_first_and_shows_how_to_cite_the_read_par
     assert [c["citations"] for c in pred.trajectory["conclusions"]] == [[{"title": "Tinted Windows (band)", "sentence": 1}]]
 
 
-def test_invalid_list_update_is_discarded_and_explained_next_turn():
+def test_an_invalid_citation_rejects_the_whole_turn_and_the_next_prompt_says_why():
     bad = dict(CONC, citations=[{"title": "Tinted Windows (band)", "sentence": 1}])  # not read yet
-    pred, _, engine = run([turn("read", "Tinted Windows (album)", reqs=[REQ], concls=[bad]), turn("submit"), final("x")])
+    pred, ledger, engine = run([turn("read", "Tinted Windows (album)", reqs=[REQ], concls=[bad]),
+                                turn("submit"), final("x")])
+    ep = pred.episode
+    # The read did not happen, the valid requirement was not applied either, and the turn was used.
+    assert ep.reads == 0 and ep.evidence.titles == () and [t.accepted for t in ep.turns] == [False, True]
+    assert ep.turns[0].rejection_cause == "invalid_citation" and ep.turns[0].read_title is None
     assert pred.trajectory["requirements"] == [] and pred.trajectory["conclusions"] == []
-    assert "Your list updates were discarded (all of them)" in engine.prompts[1]
-    assert "('Tinted Windows (band)', 1) is not a sentence you have read" in engine.prompts[1]
+    assert pred.trajectory["list_updates"] == {"applied": 0, "discarded": 1}
+    assert field(engine.prompts[1], "last_result") == (
+        "Turn 1 was rejected: your list updates are invalid, so nothing of this turn ran (its action included): "
+        "citation ('Tinted Windows (band)', 1) is not a sentence you have read")
+    assert "Tinted Windows (album)" in field(engine.prompts[1], "unread_titles")
+    assert ledger.by_role() == {"action": 2, "final": 1}
+
+
+@pytest.mark.parametrize("position", ["1", 1.0, "Their first show was in Tulsa."])
+def test_a_wrongly_typed_sentence_position_rejects_the_whole_turn(position):
+    typed = dict(CONC, citations=[{"title": "Tinted Windows (band)", "sentence": position}])  # read, but not an int
+    pred, ledger, engine = run([turn("read", "Tinted Windows (band)"),
+                                turn("read", "Act of Congress", concls=[typed]), turn("submit"), final("x")])
+    ep = pred.episode
+    assert ep.reads == 1 and ep.evidence.titles == ("Tinted Windows (band)",)  # the second read did not happen
+    assert [t.accepted for t in ep.turns] == [True, False, True] and ep.turns[1].rejection_cause == "wrong_type"
+    assert pred.trajectory["conclusions"] == [] and ledger.calls[1].unusable == "wrong_type"
+    assert field(engine.prompts[2], "last_result") == (
+        "Turn 2 was rejected: the output could not be used: a field's value does not have the required type "
+        f"(conclusion_updates.0.citations: Value error, sentence position {position!r} is not an integer)")
+
+
+def test_an_unknown_list_id_rejects_the_turn():
+    pred, _, engine = run([turn("read", "Act of Congress", reqs=[dict(REQ, id="R7")]), turn("submit"), final("x")])
+    assert pred.episode.reads == 0 and pred.episode.turns[0].rejection_cause == "unknown_list_id"
+    assert "requirement id 'R7' does not exist" in field(engine.prompts[1], "last_result")
+
+
+def test_rejected_updates_every_turn_run_into_the_budgets_forced_end():
+    bad = dict(CONC, citations=[{"title": "Act of Congress", "sentence": 0}])  # never read
+    pred, ledger, _ = run([turn("read", "Act of Congress", concls=[bad])] * 2 + [turn("submit", concls=[bad]),
+                                                                                 final("x")], budget=2)
+    ep = pred.episode
+    assert ep.forced_end and ep.reads == 0 and len(ep.turns) == 3 and not any(t.accepted for t in ep.turns)
+    assert [t.rejection_cause for t in ep.turns] == ["invalid_citation"] * 3
+    assert pred.answer == "x" and ledger.by_role() == {"action": 3, "final": 1}  # the final call still answers
 
 
 def test_forced_end_still_answers_and_calls_stay_within_turns_plus_one():

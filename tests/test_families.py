@@ -53,14 +53,22 @@ def paper_grid_runs() -> list[LoggedRun]:
 def test_default_families_follow_the_papers_tables():
     families = default_families(paper_grid_runs(), "eir")
     assert families == [
-        # Not its own H or ablation runs, and only runs in its setting and decoding.
-        Family("eir_vs_baselines", (("eir", "direct"),)),
+        # Not its own H or ablation runs, and only runs in its setting and decoding; one Holm family
+        # per baseline over the columns (Table 6).
+        Family("eir_vs_baselines", (("eir", "direct"),), per_pair=True),
         Family("h_sweep", (("eir H=4", "eir"), ("eir H=8", "eir"))),  # direct H=8 is not eir's sweep
         Family("list_feedback", (("eir", "eir no-list-feedback"),)),
-        Family("repair", (("eir repair", "eir"), ("eir repair", "eir repair-unapplied")), per_column=True),
+        # Table 13: the repair arms against eir per column; Table 14: applied against unapplied, pooled.
+        Family("repair", (("eir repair", "eir"), ("eir repair-unapplied", "eir")), per_column=True),
+        Family("repair_applied", (("eir repair", "eir repair-unapplied"),)),
     ]
     assert default_families([run("eir", [1]), run("direct", [1])], "eir") == [
-        Family("eir_vs_baselines", (("eir", "direct"),))]
+        Family("eir_vs_baselines", (("eir", "direct"),), per_pair=True)]
+    # The corpus setting (Table 20): one Holm family per LM over the baselines.
+    corpus = [run(v, [1], setting="corpus") for v in ("eir_corpus", "direct_corpus", "ssr_corpus votes=3 T=0")]
+    assert default_families(corpus, "eir_corpus") == [
+        Family("eir_corpus_vs_baselines", (("eir_corpus", "direct_corpus"), ("eir_corpus", "ssr_corpus votes=3 T=0")),
+               per_column=True)]
 
 
 def test_runs_differing_only_in_h_are_both_kept_and_compared():
@@ -82,7 +90,8 @@ def test_holm_is_applied_within_each_family_only():
     runs += [run("eir", [0] * 8, column=WIKI)]
     grid = compare(runs, "eir", resamples=500)
     assert sorted({c.family for c in grid.comparisons}) == [
-        "eir_vs_baselines", "h_sweep", "repair:2wiki/local/m", "repair:hotpotqa/local/m"]
+        "eir_vs_baselines:eir vs direct", "eir_vs_baselines:eir vs full_pool", "h_sweep", "repair:2wiki/local/m",
+        "repair:hotpotqa/local/m", "repair_applied"]
     for family in {c.family for c in grid.comparisons}:
         members = [c for c in grid.comparisons if c.family == family]
         for stat, adjusted in (("f1", "f1_holm"), ("em", "em_holm")):
@@ -93,13 +102,16 @@ def test_holm_is_applied_within_each_family_only():
     h8 = grid.comparison("eir", HOTPOT, "h_sweep")
     assert h8.em.p == h8.em_holm.adjusted == pytest.approx(1 / 128)
     pooled = holm({c.key: c.em.p for c in grid.comparisons})
-    # Pooled, the three p = 1/128 of the seven comparisons would share 7/128: a different answer.
-    assert pooled[h8.key].adjusted == pytest.approx(7 / 128)
-    # Repair in hotpotqa: p = 1/128 (vs eir) and 1/8 (vs unapplied, 4 discordant), Holm over these two only.
-    repair = {c.method: c for c in grid.of_family("repair") if c.column == HOTPOT}
-    assert repair["eir"].em_holm.adjusted == pytest.approx(2 / 128)
+    # Pooled, the three p = 1/128 of the nine comparisons would share 9/128: a different answer.
+    assert len(grid.comparisons) == 9 and pooled[h8.key].adjusted == pytest.approx(9 / 128)
+    # Repair in hotpotqa: p = 1/128 (repair vs eir) and 1/8 (unapplied vs eir, 4 discordant), Holm over these two.
+    repair = {c.reference: c for c in grid.of_family("repair") if c.column == HOTPOT}
+    assert repair["eir repair"].em_holm.adjusted == pytest.approx(2 / 128)
     assert repair["eir repair-unapplied"].em_holm.adjusted == pytest.approx(1 / 8)
-    assert pooled[repair["eir"].key].adjusted != repair["eir"].em_holm.adjusted
+    assert pooled[repair["eir repair"].key].adjusted != repair["eir repair"].em_holm.adjusted
+    # Table 14: applied against unapplied (p = 1/8 in each column), Holm over both columns.
+    applied = grid.of_family("repair_applied")
+    assert [c.column for c in applied] == [WIKI, HOTPOT] and {c.em_holm.adjusted for c in applied} == {2 / 8}
 
 
 def test_given_families_replace_the_defaults_and_missing_runs_are_noted():
@@ -153,7 +165,7 @@ def test_table10_gives_calls_per_h_and_the_relative_increase():
     sweep = {(r[0], r[1]): r for r in rows(table11(grid))}
     assert sweep[("hotpotqa · m", "H=8")][2:5] == ["H=6", "4", "50.0"]
     assert sweep[("hotpotqa · m", "H=8")][5].startswith("+25.0 [")
-    assert "family 'h_sweep' (3 comparisons)" in table11(grid) and "200 resamples, seed 0" in table11(grid)
+    assert "family 'h_sweep' (3 comparisons)" in table11(grid) and "200 resamples, seed 20260806" in table11(grid)
     assert table12(grid) is None and table13(grid) is None and set(ablation_files(grid)) == {"table10.md", "table11.md"}
 
 
@@ -168,19 +180,21 @@ def test_table12_shows_recall_reads_and_list_entries_of_eir_and_its_control():
     assert row[7].startswith("+25.0 [") and "family 'list_feedback' (1 comparisons)" in text
 
 
-def test_tables13_and_14_split_the_repair_family_per_column():
+def test_table13_is_per_column_and_table14_pools_the_columns():
     runs = [run("eir", [0, 0, 1, 1], calls=[3] * 4),
             run("eir repair", [1, 1, 1, 1], ablation="repair", calls=[6] * 4, repairs=[(2, 1)] * 4, lists=[(1, 2)] * 4),
             run("eir repair-unapplied", [1, 0, 1, 1], ablation="repair-unapplied", calls=[5] * 4,
                 repairs=[(1, 1)] * 4, lists=[(1, 1)] * 4)]
     grid = compare(runs, "eir", resamples=300)
-    [r13] = rows(table13(grid))
+    r13, r13_unapplied = rows(table13(grid))
     assert r13[:3] == ["hotpotqa · m", "eir repair − eir", "4"] and r13[3].startswith("+50.0 [")
     assert r13[6:] == ["3.0 / 0.0", "3.00 / 0.00"]
+    assert r13_unapplied[1] == "eir repair-unapplied − eir" and r13_unapplied[3].startswith("+25.0 [")
     [r14] = rows(table14(grid))
     assert r14[1] == "eir repair − eir repair-unapplied" and r14[3].startswith("+25.0 [")
     assert r14[6:] == ["3.0 / 2.0", "3.00 / 2.00"]
     assert "family 'repair:hotpotqa/local/m' (2 comparisons)" in table13(grid)
+    assert "family 'repair_applied' (1 comparisons)" in table14(grid)
 
 
 def test_compare_writes_the_ablation_tables_and_figure6(workdir, monkeypatch):
@@ -191,7 +205,8 @@ def test_compare_writes_the_ablation_tables_and_figure6(workdir, monkeypatch):
                   ["--ablation", "repair-unapplied"]):
         run_module.main(ARGS + extra)
     out = compare_module.main(["--experiment", "test", "--resamples", "200"])
-    assert [f.name for f in out["grid"].families] == ["eir_vs_baselines", "h_sweep", "list_feedback", "repair"]
+    assert [f.name for f in out["grid"].families] == ["eir_vs_baselines", "h_sweep", "list_feedback", "repair",
+                                                      "repair_applied"]
     assert {f"table{k}.md" for k in range(10, 15)} <= set(out["files"])
     names = {a.path for a in mlflow.MlflowClient().list_artifacts(out["run_id"])}
     assert {f"table{k}.md" for k in range(10, 15)} | {"fig6_f1_em_vs_h.png"} <= names
@@ -200,6 +215,6 @@ def test_compare_writes_the_ablation_tables_and_figure6(workdir, monkeypatch):
     assert not any(name.startswith("diff_eir_vs_eir") for name in out["files"])  # diffs: baselines only
     metrics = mlflow.get_run(out["run_id"]).data.metrics
     assert metrics["family_size/h_sweep/eir H_8 vs eir/hotpotqa/local/scripted"] == 1.0
-    assert metrics["family_size/repair:hotpotqa/local/scripted/eir repair vs eir/hotpotqa/local/scripted"] == 2.0
+    assert metrics["family_size/repair/eir repair vs eir/hotpotqa/local/scripted"] == 2.0
     statistics = out["files"]["statistics.md"]
     assert "list_feedback (1)" in statistics and "repair:hotpotqa/local/scripted (2)" in statistics

@@ -51,6 +51,21 @@ compare = [["eir H=2", "eir"]]
 """
 
 
+def write_full_index(root: Path, paragraphs: int = 5_233_329) -> Path:
+    """An index directory as far as a paper grid looks (its corpus.json): the paper's dump, its size."""
+    index = root / "enwiki-index"
+    index.mkdir(parents=True, exist_ok=True)
+    (index / "corpus.json").write_text(json.dumps({
+        "source": "enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2", "paragraphs": paragraphs}))
+    return index
+
+
+@pytest.fixture
+def full_index(tmp_path, monkeypatch):
+    """$EIR_INDEX_DIR names the paper's corpus, so paper-corpus.toml loads (eval/grid/paper.py)."""
+    monkeypatch.setenv("EIR_INDEX_DIR", str(write_full_index(tmp_path)))
+
+
 def write_questions(path: Path, n: int = N) -> None:
     with open(path, "w") as f:
         for i in range(n):
@@ -339,7 +354,7 @@ SHIPPED = {"paper-main": 30, "paper-ablations": 42, "paper-corpus": 8, "local-de
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
-def test_every_shipped_grid_validates(name):
+def test_every_shipped_grid_validates(name, full_index):
     grid = grid_module.load_grid(ROOT / "grids" / f"{name}.toml")
     assert len(grid.cells) == SHIPPED[name]
     assert grid.experiment == name
@@ -347,7 +362,7 @@ def test_every_shipped_grid_validates(name):
     assert (ROOT / "grids" / f"{name}.toml").read_text().startswith("#")  # a header says what it reproduces
 
 
-def test_the_shipped_grids_hold_the_papers_conditions():
+def test_the_shipped_grids_hold_the_papers_conditions(full_index):
     variants = lambda name: {v for c in grid_module.load_grid(ROOT / "grids" / f"{name}.toml").cells for v in c.variants}
     # Claude Haiku 4.5 runs `free` (the paper's condition), which is also its default
     # (eir_dspy/lm/decoding.py), so both LMs' runs carry the same variants and pair with `eir`.
@@ -364,7 +379,7 @@ def test_the_shipped_grids_hold_the_papers_conditions():
         assert all(json.loads(c.key)["decoding"] == decodings[c.lm] for c in grid.cells)
     ablations = grid_module.load_grid(ROOT / "grids" / "paper-ablations.toml")
     assert [(f["name"], f.get("per_column", False)) for f in ablations.families] == [
-        ("h_sweep", False), ("list_feedback", False), ("repair", True)]
+        ("h_sweep", False), ("list_feedback", False), ("repair", True), ("repair_applied", False)]
     main = grid_module.load_grid(ROOT / "grids" / "paper-main.toml")
     assert main.lms == ["openai/gpt-4.1-mini", "anthropic/claude-haiku-4-5"] and main.n == 1000
     assert {c.dataset for c in main.cells} == {"hotpotqa", "2wiki", "musique"}

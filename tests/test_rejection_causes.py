@@ -230,3 +230,58 @@ def test_a_failed_question_records_no_evidence():
 def test_an_unusable_output_keeps_the_accounting_cause(cause):
     ep = run_episode("q", PoolEnvironment(LETTERS), Scripted([Proposal(None, error="why", cause=cause)] * 2), budget=1)
     assert causes(ep.turns) == [cause, cause] and ep.turns[0].feedback == "why"
+
+
+# --- EIR's turn-validity rule: invalid list updates reject the turn, in both settings ----------------
+
+
+def test_eir_list_rejections_are_recorded_and_fall_into_table22s_columns():
+    from eval.analyze.rejections import by_category
+
+    def concl(title, sentence, cid=None):
+        return {"id": cid, "claim": "c", "status": "supported", "citations": [{"title": title, "sentence": sentence}]}
+
+    record, _ = record_of(EIR(budget=3), [
+        turn("read", ALBUM, concls=[concl(BAND, 1)]),  # not read yet
+        turn("read", BAND),
+        turn("read", ACT, concls=[concl(BAND, "1")]),  # read, but the position is a string
+        turn("read", ACT, concls=[concl(BAND, 1, cid="C4")]),  # no conclusion C4
+        final("Tulsa", [(BAND, 1)]),
+    ])
+    turns = record["trajectory"]["turns"]
+    assert causes(turns) == [rejection.INVALID_CITATION, None, "wrong_type", rejection.UNKNOWN_LIST_ID]
+    assert [t["read_title"] for t in turns] == [None, BAND, None, None] and record["forced_end"]
+    actions, counts, other = by_category([record])
+    assert (actions, dict(counts), dict(other)) == (
+        4, {"invalid citation": 1, "missing field or wrong type": 1, "unknown or unfound id": 1}, {})
+
+
+def test_corpus_eir_rejects_a_read_whose_list_updates_cite_an_unread_sentence(tiny_corpus):
+    cites_busan = {"id": None, "claim": "Busan hosts a festival", "status": "supported",
+                   "citations": [{"title": "Busan", "sentence": 1}]}
+    record, engine = record_of(EIR(), [
+        eir_turn("search", query="busan"),
+        eir_turn("read", pid="12", concls=[cites_busan]),  # Busan is not read before this turn
+        eir_turn("read", pid="12", concls=[cites_busan]),  # still not: citations are checked before the turn's read
+        eir_turn("submit", answer="Busan"),
+        final("Busan", [("Busan", 1)]),
+    ], q=CORPUS_Q, corpus=tiny_corpus)
+    turns = record["trajectory"]["turns"]
+    assert causes(turns) == [None, rejection.INVALID_CITATION, rejection.INVALID_CITATION, None]
+    assert record["reads"] == 0 and record["evidence"] == []  # neither read ran, and no read attempt was spent
+    assert field(engine.prompts[2], "last_result") == (
+        "Turn 2 was rejected: your list updates are invalid, so nothing of this turn ran (its action included): "
+        "citation ('Busan', 1) is not a sentence you have read")
+
+
+def test_an_invalid_action_is_rejected_as_such_before_the_rest_of_its_output(tiny_corpus):
+    lists = rejection.Rejection(rejection.INVALID_CITATION, "bad lists")
+    ep = run_episode("q", CorpusEnvironment(tiny_corpus), Scripted([
+        Proposal(Action("read", paragraph_id="12"), invalid=lists),  # unfound id: the read rule decides
+        Proposal(Action("search", query="busan")),
+        Proposal(Action("read", paragraph_id="12"), invalid=lists),  # a valid read: the lists reject it
+        Proposal(Action("submit", answer="x")),
+    ]), budget=READS, max_turns=4)
+    assert causes(ep.turns) == [rejection.UNKNOWN_ID, None, rejection.INVALID_CITATION, None]
+    assert ep.reads == 1 and ep.evidence.titles == ()  # only the invalid read cost a read attempt
+    assert ep.turns[2].feedback == "bad lists"

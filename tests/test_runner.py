@@ -141,8 +141,10 @@ def direct_reply(prompt):
         return {"reflection": "try again"}
     question = field(prompt, "question")
     qid, _, answer = next(x for x in QUESTIONS if x[1] == question)
-    trajectory = field(prompt, "trajectory")
-    if trajectory.startswith("Now turn 1"):
+    # Direct's first turn has nothing in its last result; SSR's and Reflexion's trajectory starts at turn 1.
+    first = (field(prompt, "last_result").startswith("(nothing yet") if "[[ ## last_result ## ]]" in prompt
+             else field(prompt, "trajectory").startswith("Now turn 1"))
+    if first:
         return act("read", f"{qid} gold")
     second_trial = "Attempt 1: try again" in prompt
     right = qid == "q1" or (qid == "q3" and second_trial)
@@ -247,6 +249,7 @@ def test_decoding_is_logged_and_a_non_default_one_names_the_condition(workdir, m
     lm = use_lm(monkeypatch, reply)
     default = mlflow.get_run(run_module.main(ARGS)["run_id"])
     assert default.data.params["decoding"] == LOCAL_DEFAULT and default.data.params["method"] == "eir"
+    assert default.data.params["acceptance"] == "extract"  # EIR's parse rule (eir_dspy/acceptance.py)
     other = "free" if LOCAL_DEFAULT != "free" else "schema"
     run = mlflow.get_run(run_module.main(ARGS + ["--decoding", other])["run_id"])
     assert run.data.params["decoding"] == other and run.data.params["method"] == f"eir decoding={other}"

@@ -1,3 +1,6 @@
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
 from eir_dspy.evidence import EvidenceStore
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import AgentLists, Citation, ConclusionUpdate, RequirementUpdate
@@ -48,6 +51,28 @@ def test_mixed_valid_and_invalid_updates_are_discarded_together():
     )
     assert problems == ["conclusion id 'C9' does not exist"]
     assert lists.requirements == {} and lists.conclusions == {}
+
+
+def test_each_problem_carries_the_rejection_cause_of_its_turn():
+    from eir_dspy.rejection import INVALID_CITATION, UNKNOWN_LIST_ID, Rejection
+
+    problems = AgentLists().check(
+        [RequirementUpdate(id="R2", text="x")],
+        [ConclusionUpdate(claim="c", citations=[Citation(title="Alpha", sentence=5)])], store_with_alpha())
+    assert problems == [Rejection(UNKNOWN_LIST_ID, "requirement id 'R2' does not exist"),
+                        Rejection(INVALID_CITATION, "citation ('Alpha', 5) is not a sentence you have read")]
+
+
+@pytest.mark.parametrize("position", ["1", 1.0, True, "It formed in Tulsa."])
+def test_a_sentence_position_must_be_written_as_an_integer(position):
+    with pytest.raises(ValidationError, match="is not an integer"):
+        TypeAdapter(list[ConclusionUpdate]).validate_python(
+            [{"claim": "c", "citations": [{"title": "Alpha", "sentence": position}]}])
+    update = TypeAdapter(ConclusionUpdate).validate_python(
+        {"claim": "c", "citations": [{"title": "Alpha", "sentence": 1}]})
+    assert update.citations == [Citation(title="Alpha", sentence=1)]
+    # Elsewhere (a submit's or the final answer's citations) "1" is still read as 1.
+    assert Citation.model_validate({"title": "Alpha", "sentence": "1"}).sentence == 1
 
 
 def test_evidence_records_are_verbatim_and_rereading_adds_nothing():

@@ -10,7 +10,8 @@ response_format each request carries.
 
 The mode is an adapter setting because DSPy's adapters already own the signature-to-request
 step (JSONAdapter chooses a response_format per call); programs ask `strict_grammar()` whether
-to build their per-call schema.
+to build their per-call schema. The adapter also applies the calling method's acceptance rule
+(eir_dspy/acceptance.py) before JSONAdapter reads the fields.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import logging
 import dspy
 import pydantic
 from dspy.adapters.json_adapter import _get_structured_outputs_response_format
+from dspy.utils.exceptions import AdapterParseError
+
+from eir_dspy.acceptance import JSON_ONLY, current_acceptance, json_only_problem
 
 DECODINGS = ("strict", "schema", "free")
 # The embedded model's default, chosen by measurement (README, "Decoding"): the most faithful
@@ -44,6 +48,11 @@ class DecodingAdapter(dspy.JSONAdapter):
         return "Respond with a JSON object in the following order of fields: " + \
             ", then ".join(f"`{name}`" for name in signature.output_fields) + "."
 
+    def parse(self, signature, completion):
+        if current_acceptance() == JSON_ONLY and (problem := json_only_problem(completion)):
+            raise RefusedOutput(type(self).__name__, signature, completion, *problem)
+        return super().parse(signature, completion)
+
     def _prepare_response_format(self, lm, lm_kwargs, signature):
         if self.decoding == "free":
             lm_kwargs.pop("response_format", None)
@@ -55,6 +64,14 @@ class DecodingAdapter(dspy.JSONAdapter):
         except (ValueError, pydantic.PydanticInvalidForJsonSchema, pydantic.PydanticSchemaGenerationError):
             logger.warning("no JSON schema for %s; decoding it in JSON mode", signature.__name__)
             lm_kwargs["response_format"] = {"type": "json_object"}
+
+
+class RefusedOutput(AdapterParseError):
+    """An output the calling method's acceptance rule refuses; `cause` and `detail` go to the ledger."""
+
+    def __init__(self, adapter_name: str, signature, completion: str, cause: str, detail: str) -> None:
+        super().__init__(adapter_name, signature, completion, message=f"{cause}: {detail}")
+        self.cause, self.detail = cause, detail
 
 
 # Providers whose "response schema" LiteLLM emulates with a forced tool call rather than the

@@ -28,7 +28,8 @@ class EmbeddedServerEngine(LiteLLMEngine):
         self.server = server
         self.max_tokens = max_tokens
         self.compact_json = compact_json
-        # Set `trace` to a list to get one dict of token counts and seconds per call (benchmarks/).
+        # Set `trace` to a list to get one dict per call: token counts, seconds, output text and the request
+        # as sent (benchmarks/ replay it).
         self.trace: list[dict] | None = None
 
     def server_request(self, request: dict) -> dict:
@@ -64,7 +65,7 @@ class EmbeddedServerEngine(LiteLLMEngine):
                 raise EngineDied(f"the embedded llama-server died mid-run ({self.server.failure()})") from exc
             raise
         if self.trace is not None:
-            self.trace.append(_trace_row(raw, time.perf_counter() - t0))
+            self.trace.append({**_trace_row(raw, time.perf_counter() - t0), "request": data})
         return self._response(raw, request)
 
     def stream(self, request):

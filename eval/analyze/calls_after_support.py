@@ -4,9 +4,11 @@ Support is complete at the turn whose read first covers the last annotated suppo
 not yet read. Each turn records `calls_made`, the question's LM calls when its action ran; the
 read follows at once, so the calls after support are the record's `lm_calls[calls_made:]`
 (EIR's remaining turns and final call, a Direct-style agent's later turns, ...), counted by role.
-Reflexion's trials are taken in order and later trials count: a paragraph read in an earlier
-trial stays read, so every call of the trials after support was complete is a call after it.
-Questions whose support was never fully read are counted apart.
+Reflexion: support counts within one trial, as the paper's "at least one Reflexion trial reads every
+paragraph": each trial starts with nothing read (a paragraph read in an earlier trial does not
+count), and the calls after are every call after the first trial's turn that completed it (the
+rest of that trial, its reflection, later trials). Questions whose support no trial (or episode)
+read in full are counted apart.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from eval.analyze.report import Context, Report
+from eval.analyze.report import Context, Report, corpus_note
 from eval.logged_runs import LoggedRun, SelectionError
 from eval.tables import markdown
 
@@ -25,39 +27,43 @@ SUMMARY = "LM calls made after every annotated supporting paragraph was first re
 ROLES = ("action", "final", "reflect", "decompose", "verify", "refine", "repair", "refresh", "select")
 
 
-def turns_of(record: dict) -> list[dict] | None:
-    """Every action turn of the record in the order it ran (Reflexion: trial after trial), or None
-    when the record holds no turns (Full Pool; reflexion_first, which points at the oracle run)."""
+def trials_of(record: dict) -> list[list[dict]] | None:
+    """The record's action turns, one list per trial in the order they ran (one list for a
+    single-episode method), or None when the record holds no turns (Full Pool; an old
+    reflexion_first record, which points at the oracle run)."""
     trajectory = record.get("trajectory")
     if not isinstance(trajectory, dict):
         return None
     if "trials" in trajectory:
-        return [t for trial in trajectory["trials"] for t in trial["turns"]]
-    return trajectory.get("turns")
+        return [trial["turns"] for trial in trajectory["trials"]]
+    return [trajectory["turns"]] if "turns" in trajectory else None
 
 
-def calls_after_support(record: dict, turns: list[dict]) -> Counter | None:
-    """The calls made after the support was complete, by role; None if it never was."""
-    unread = set(record["gold_titles"])
-    for turn in turns:
-        unread.discard(turn.get("read_title"))
-        if not unread:
-            return Counter(call["role"] for call in record["lm_calls"][turn["calls_made"]:])
+def calls_after_support(record: dict, trials: list[list[dict]]) -> Counter | None:
+    """The calls made after one trial had read every supporting paragraph, by role; None if no trial did."""
+    for turns in trials:
+        unread = set(record["gold_titles"])  # each trial starts with nothing read
+        for turn in turns:
+            unread.discard(turn.get("read_title"))
+            if not unread:
+                return Counter(call["role"] for call in record["lm_calls"][turn["calls_made"]:])
     return None
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report()
+    report.notes += corpus_note("Table 21", runs)
     results = []  # (run, key, questions analysed, after-support counters, total calls)
     taken: set[str] = set()
     for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
         # Questions that raised have no trajectory; questions with no annotated support have nothing to read.
-        usable = [(r, turns_of(r)) for r in run.records if not r.get("error") and r["gold_titles"]]
-        if not any(turns for _, turns in usable):
+        usable = [(r, trials_of(r)) for r in run.records if not r.get("error") and r["gold_titles"]]
+        if not any(trials and any(trials) for _, trials in usable):
             report.notes.append(f"skipped {run.run_id} ({run.name}): its records hold no action turns "
                                 "(Full Pool reads nothing turn by turn; reflexion_first: see its reflexion_oracle run)")
             continue
-        if any("calls_made" not in t or t["calls_made"] is None for _, turns in usable for t in turns or ()):
+        if any("calls_made" not in t or t["calls_made"] is None
+               for _, trials in usable for turns in trials or () for t in turns):
             raise SelectionError(f"run {run.run_id} ({run.name}) was recorded before turns held 'calls_made'; "
                                  "rerun it with this version of eval.run")
         skipped = len(run.records) - len(usable)
@@ -67,7 +73,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         key = "/".join((run.method, run.dataset, run.lm))
         key += f"/{run.run_id}" if key in taken else ""  # two runs of one condition stay apart
         taken.add(key)
-        after = [calls_after_support(r, turns or []) for r, turns in usable]
+        after = [calls_after_support(r, trials or []) for r, trials in usable]
         results.append((run, key, len(usable), [c for c in after if c is not None],
                         sum(len(r["lm_calls"]) for r, _ in usable)))
     seen = {role for *_, counters, _ in results for c in counters for role in c}

@@ -5,7 +5,9 @@ final call answers again from the question and the evidence alone. Per EIR run, 
 with an accepted non-empty submission, both answers are scored by the run's official scorer and
 paired: Answer F1 of each with ΔF1 = final − submitted (paired bootstrap), EM of each, the
 questions the final call made exact that the submission was not (gained) and the reverse (lost),
-with exact McNemar. Questions without an accepted submit (forced end), with an empty submitted
+with exact McNemar; and per question on F1, the final call's wins, losses and ties with the mean
+gain over the wins and the mean loss over the losses. Questions without an accepted submit
+(forced end), with an empty submitted
 answer, or that failed before the episode was recorded are excluded and counted.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval.analyze.report import Context, Report
+from eval.analyze.report import Context, Report, corpus_note
 from eval.logged_runs import LoggedRun, SelectionError
 from eval.metrics import score_question
 from eval.schema import Question
@@ -22,7 +24,8 @@ from eval.tables import fmt_p, markdown
 
 NAME = "final-vs-submitted"
 PAPER = "H.4"
-SUMMARY = "EIR's submitted answer vs its final call's answer: F1, EM gained and lost"
+SUMMARY = "EIR's submitted answer vs its final call's answer: F1, EM gained and lost, F1 wins/losses/ties"
+TIE = 1e-9  # F1 points: equal scores computed two ways may differ in the last bit
 
 
 def answer_scores(record: dict, dataset: str, answer: str) -> tuple[float, float]:
@@ -53,9 +56,19 @@ def split(records: tuple[dict, ...]) -> tuple[list[dict], int, int, int]:
     return eligible, forced, empty, failed
 
 
+def f1_outcomes(submitted: list[float], final: list[float]) -> tuple[list[float], list[float], int]:
+    """Per question, final against submitted F1 (0-100): the gains where the final call won, the
+    losses (as positive points) where it lost, and the number of ties."""
+    diffs = [f - s for s, f in zip(submitted, final)]
+    wins = [d for d in diffs if d > TIE]
+    losses = [-d for d in diffs if d < -TIE]
+    return wins, losses, len(diffs) - len(wins) - len(losses)
+
+
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report()
     eir = [r for r in runs if r.label.startswith("eir")]
+    report.notes += corpus_note("H.4", eir)
     for run in runs:
         if run not in eir:
             report.notes.append(f"skipped {run.run_id} ({run.name}): {run.label} is not EIR; only EIR submits an "
@@ -76,7 +89,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         head = [run.method, run.dataset, lm, *map(str, counts.values())]
         if not eligible:
             report.notes.append(f"{run.run_id} ({run.name}): no question with an accepted non-empty submission")
-            rows.append(head + ["–"] * 9)
+            rows.append(head + ["–"] * 12)
             continue
         submitted = [answer_scores(r, run.dataset, r["trajectory"]["submitted"]) for r in eligible]
         final = [answer_scores(r, run.dataset, r["prediction"] or "") for r in eligible]
@@ -85,22 +98,34 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         delta = paired_bootstrap(f1_sub, f1_fin, context.resamples, context.seed)
         em = mcnemar_exact(em_sub, em_fin)  # b: lost (only the submission exact), c: gained
         n = len(eligible)
+        wins, losses, ties = f1_outcomes(f1_sub, f1_fin)
         values = {"f1_submitted": sum(f1_sub) / n, "f1_final": sum(f1_fin) / n, "f1_diff": delta.diff,
                   "f1_ci_low": delta.low, "f1_ci_high": delta.high, "f1_p": delta.p,
                   "em_submitted": 100 * sum(em_sub) / n, "em_final": 100 * sum(em_fin) / n,
-                  "em_gained": em.c, "em_lost": em.b, "mcnemar_p": em.p}
+                  "em_gained": em.c, "em_lost": em.b, "mcnemar_p": em.p,
+                  "f1_wins": len(wins), "f1_losses": len(losses), "f1_ties": ties,
+                  "f1_mean_gain": sum(wins) / len(wins) if wins else float("nan"),
+                  "f1_mean_loss": sum(losses) / len(losses) if losses else float("nan")}
         report.metrics.update({f"{k}/{key}": v for k, v in values.items()})
         rows.append(head + [f"{values['f1_submitted']:.1f}", f"{values['f1_final']:.1f}",
                             f"{delta.diff:+.1f} [{delta.low:+.1f}, {delta.high:+.1f}]", fmt_p(delta.p),
                             f"{values['em_submitted']:.1f}", f"{values['em_final']:.1f}", str(em.c), str(em.b),
-                            fmt_p(em.p)])
+                            fmt_p(em.p), f"{len(wins)} / {len(losses)} / {ties}",
+                            _signed(values["f1_mean_gain"], "+"), _signed(values["f1_mean_loss"], "−")])
     head = ["method", "dataset", "LM", "n", "eligible", "forced", "empty", "failed", "F1 submitted", "F1 final",
-            "ΔF1 final − submitted [95% CI]", "p", "EM submitted", "EM final", "EM gained", "EM lost", "McNemar p"]
+            "ΔF1 final − submitted [95% CI]", "p", "EM submitted", "EM final", "EM gained", "EM lost", "McNemar p",
+            "F1 wins / losses / ties", "mean gain", "mean loss"]
     report.tables["h4_final_vs_submitted.md"] = (
         "# H.4: the final call's answer vs the answer submitted during retrieval\n\n" + markdown(head, rows) + "\n\n"
         "Eligible: questions whose episode ended with an accepted submit carrying a non-empty answer; "
         "*forced* ended without one, *empty* submitted an empty answer, *failed* raised before the episode "
         "was recorded. Both answers are scored by the dataset's official rules on the eligible questions "
         f"(0-100). ΔF1: paired bootstrap ({context.resamples} resamples, seed {context.seed}). EM gained: the "
-        "final answer exact and the submitted one not; lost: the reverse; exact McNemar on those.\n")
+        "final answer exact and the submitted one not; lost: the reverse; exact McNemar on those. F1 wins / "
+        "losses / ties: questions whose final answer scored a higher / lower / the same F1 than the submitted one; "
+        "mean gain: the mean F1 points gained over the wins; mean loss: the mean F1 points lost over the losses.\n")
     return report
+
+
+def _signed(points: float, sign: str) -> str:
+    return "–" if points != points else f"{sign}{points:.1f}"

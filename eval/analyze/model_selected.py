@@ -2,8 +2,10 @@
 
 For the same questions as F.2 (EM errors with incomplete evidence; the labels choose them and never
 reach the model), one `select` call sees the question, the sentences already read and the unread
-titles and must pick one or two titles; they are read and EIR's final call reruns on the larger
-evidence. A pick that matches no unread title reads nothing, and the recorded answer stands.
+titles and must pick one or two titles; they are read and EIR's final call reruns once, over the
+evidence already read plus the new paragraphs (one select/read round). A pick that matches no
+unread title (one already read, one not in the pool) reads nothing; when nothing is read (that, or
+an unparseable selection) the recorded answer stands and no final call is made.
 """
 
 from __future__ import annotations
@@ -11,19 +13,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from eir_dspy.evidence import EvidenceStore
+from eval.analyze.added_support import POOLED_NOTE, conversions, pool
 from eval.analyze.recovery import (CONVERSION_HEAD, CONVERSION_NOTE, answering_runs, calls_row, calls_table, control,
-                                   conversion_rows, incomplete_errors, rescored, run_step)
+                                   incomplete_errors, rescored, run_step)
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import questions_of
 from eval.logged_runs import LoggedRun
 from eval.schema import Question
 from eval.tables import markdown
-from programs.extra_reads import ExtraReads
+from programs.extra_reads import MAX_EXTRA_READS, ExtraReads
 
 NAME = "model-selected"
 PAPER = "F.3, Table 16"
 SUMMARY = "on EIR's EM errors with incomplete evidence, the model picks 1-2 more titles to read, then re-answers (LM calls)"
 CALLS_LM = True
+TABLE, READS = "table16_model_selected.md", "table16_model_selected_reads"
+# What a selection that reads nothing leaves (the paper is silent; logged as the param no_read).
+NO_READ = "recorded answer stands, no final call"
 
 
 def extra_reads(optional: bool):
@@ -44,8 +50,9 @@ def extra_reads(optional: bool):
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
-    report = Report(params={"arms": "control, model-selected", "max_extra_reads": 2})
-    rows, cost, reads = [], [], []
+    report = Report(params={"arms": "control, model-selected", "max_extra_reads": MAX_EXTRA_READS,
+                            "select_rounds": 1, "no_read": NO_READ})
+    rows, cost, reads, pooled = [], [], [], []
     for run in answering_runs(runs, report):
         errors = incomplete_errors(run)
         if not errors:
@@ -55,25 +62,44 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         reruns = {"control": run_step("control", run, errors, control, context),
                   "model-selected": run_step("model-selected", run, errors, extra_reads(optional=False), context)}
         scores = {arm: [rescored(questions[r["id"]], done[r["id"]]) for r in errors] for arm, done in reruns.items()}
-        rows += conversion_rows(run, errors, {arm: [s["em"] for s in sc] for arm, sc in scores.items()},
-                                [s["em"] for s in scores["control"]], [r["answer_f1"] for r in errors],
-                                {arm: [s["answer_f1"] for s in sc] for arm, sc in scores.items()}, context, report, NAME)
+        rows += conversions(run, errors, scores, context, report, NAME)
         picked = [reruns["model-selected"][r["id"]] for r in errors]
-        read_ok = [p["answered"] for p in picked]
-        gold_found = [bool(set(p["read"]) & (set(r["gold_titles"]) - set(r["evidence_titles"]))) for p, r in zip(picked, errors)]
-        matches = sum(ok and s["em"] >= 1 for ok, s in zip(read_ok, scores["model-selected"]))
-        reads.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(len(errors)),
-                      str(sum(not p["select_parsed"] for p in picked)), str(sum(read_ok)), str(sum(gold_found)),
-                      str(matches)])
-        key = f"{NAME}/{run.method}/{run.dataset}/{run.lm}"
-        report.metrics.update({f"successful_reads/{key}": sum(read_ok), f"missing_gold_read/{key}": sum(gold_found),
-                               f"matches_after_read/{key}": matches})
-        cost += [calls_row(run, step, [reruns[step][r["id"]] for r in errors]) for step in ("control", "model-selected")]
-    report.tables["table16_model_selected.md"] = (
+        reads.append(_reads_row(run, errors, picked, scores["model-selected"], report))
+        pooled.append((run, errors, scores, picked))
+        cost += [calls_row(run, step, [reruns[step][r["id"]] for r in errors])
+                 for step in ("control", "model-selected")]
+    if len(pooled) > 1:  # the paper's pooled rows: every run's errors together
+        run, errors, scores = pool([p[:3] for p in pooled])
+        rows += conversions(run, errors, scores, context, report, NAME)
+        reads.append(_reads_row(run, errors, [e for p in pooled for e in p[3]], scores["model-selected"], report))
+    report.rows[TABLE] = rows
+    report.rows[READS] = reads
+    report.tables[TABLE] = (
         "# Table 16 (F.3): model-selected extra reads after a failure\n\n" + markdown(CONVERSION_HEAD, rows) + "\n\n"
-        + CONVERSION_NOTE.format(resamples=context.resamples, seed=context.seed) + "\n\n## What was read\n\n"
-        + markdown(["method", "dataset", "LM", "n errors", "unparseable selection", "successful extra read",
-                    "read a missing supporting paragraph", "exact matches after a successful read"], reads)
-        + "\n\nA successful extra read: at least one picked title matched an unread paragraph and was read.\n"
-        + "\n## Calls the analysis added\n\n" + calls_table(cost) + "\n")
+        + CONVERSION_NOTE.format(resamples=context.resamples, seed=context.seed) + POOLED_NOTE
+        + "\n\n## What was read\n\n" + markdown(READS_HEAD, reads) + "\n\n" + READS_NOTE
+        + "\n\n## Calls the analysis added\n\n" + calls_table(cost) + "\n")
     return report
+
+
+READS_HEAD = ["method", "dataset", "LM", "n errors", "unparseable selection", "successful extra read",
+              "read a missing supporting paragraph", "exact matches after a successful read"]
+READS_NOTE = ("A successful extra read: at least one picked title matched an unread paragraph and was read; the final "
+              "call then reran over the evidence already read plus the new paragraphs. A selection that was "
+              "unparseable, or named only titles already read or not in the pool, read nothing: the recorded answer "
+              "stands and no final call is made.")
+
+
+def _reads_row(run: LoggedRun, errors: list[dict], picked: list[dict], after: list[dict], report: Report) -> list[str]:
+    """What the selections read: unparseable, a successful read, a missing supporting paragraph among the reads,
+    and exact answers after a successful read."""
+    read_ok = [p["answered"] for p in picked]
+    gold_found = [bool(set(p["read"]) & (set(r["gold_titles"]) - set(r["evidence_titles"])))
+                  for p, r in zip(picked, errors)]
+    matches = sum(ok and s["em"] >= 1 for ok, s in zip(read_ok, after))
+    key = f"{NAME}/{run.method}/{run.dataset}/{run.lm}"
+    report.metrics.update({f"successful_reads/{key}": sum(read_ok), f"missing_gold_read/{key}": sum(gold_found),
+                           f"matches_after_read/{key}": matches,
+                           f"unparseable_selections/{key}": sum(not p["select_parsed"] for p in picked)})
+    return [run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(len(errors)),
+            str(sum(not p["select_parsed"] for p in picked)), str(sum(read_ok)), str(sum(gold_found)), str(matches)]

@@ -3,7 +3,8 @@
 An output is unreadable when it could not be read in the method's required answer format:
 - methods that answer by a submit (Direct, SSR, Reflexion's last trial): the episode ended with no
   accepted submit AND its last turn was rejected because the output could not be parsed (not JSON,
-  a missing field or wrong type, no action, otherwise unusable). A forced end after parsed but
+  text around the JSON object, which these methods do not accept, a missing field or wrong type,
+  no action, otherwise unusable). A forced end after parsed but
   invalid actions (a read with no read left, ...) is a wrong answer, not a parse failure.
 - methods with a final answer call (EIR, Full Pool): the final call's output failed to parse.
 Questions that raised before an output was recorded are counted apart and are neither.
@@ -28,7 +29,8 @@ NAME = "parse-failures"
 PAPER = "C.2"
 SUMMARY = "outputs unreadable in the answer format per method, and EIR re-compared where both were readable"
 
-UNPARSEABLE = frozenset({"not_json", "missing_field", "wrong_type", "unusable", rejection.NO_ACTION})
+UNPARSEABLE = frozenset({"not_json", rejection.NOT_JSON_ONLY, "missing_field", "wrong_type", "unusable",
+                         rejection.NO_ACTION})
 READABLE, UNREADABLE, FAILED = "readable", "unreadable", "failed"
 
 
@@ -82,7 +84,8 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report.tables["c2_parse_failures.md"] = (
         "# C.2: outputs that could not be read in the required answer format\n\n" + markdown(head, rows) + "\n\n"
         "Unreadable: submit methods (Direct, SSR, Reflexion's last trial) ended with no accepted submit after a "
-        "last turn whose output could not be parsed (not JSON, missing field, wrong type, no action, unusable); "
+        "last turn whose output could not be parsed (not JSON, text around the JSON object, missing field, wrong "
+        "type, no action, unusable); "
         "EIR and Full Pool: the final call's output could not be parsed. *failed*: raised before an output was "
         "recorded; the share is of the other questions.\n")
     report.tables["c2_readable_comparison.md"] = _comparisons(

@@ -130,36 +130,39 @@ def calls_added(entries: list[dict]) -> dict[str, float]:
 def conversion_rows(run: LoggedRun, records: list[dict], arms: dict[str, list[float]], control_em: list[float],
                     before_f1: list[float], after_f1: dict[str, list[float]], context: Context, report: Report,
                     analysis: str) -> list[list[str]]:
-    """Table 16 rows: per arm, exact-match conversions (count, %, Wilson CI), McNemar against the
-    control arm, and Answer F1 before/after with a paired bootstrap interval."""
+    """Table 16 rows: per arm, exact-match conversions (count, %, Wilson CI), McNemar of the arm's EM
+    after against the recorded EM before (the paper's test: its p = 2 * 0.5^335 and 2 * 0.5^174 are
+    those of every discordant pair going from wrong to right), and Answer F1 before/after with a
+    paired bootstrap interval. `control_em` is kept for callers; the control is an arm like the others."""
     rows = []
     lm = run.lm.rsplit("/", 1)[-1]
+    before_em = [r["em"] >= 1 for r in records]
     for arm, em in arms.items():
         conv = proportion(int(sum(em)), len(records))
-        vs = mcnemar_exact(control_em, em) if arm != "control" else None
+        vs = mcnemar_exact(before_em, [e >= 1 for e in em])
         boot = paired_bootstrap([100 * f for f in before_f1], [100 * f for f in after_f1[arm]], context.resamples,
                                 context.seed)
         rows.append([run.method, run.dataset, lm, arm, str(len(records)), f"{conv.k} ({_pct(conv.share)})",
                      f"[{_pct(conv.low)}, {_pct(conv.high)}]",
-                     "–" if vs is None else f"{vs.b} / {vs.c}", "–" if vs is None else f"{vs.p:.4f}",
+                     f"{vs.b} / {vs.c}", _p(vs.p),
                      f"{100 * mean(before_f1):.1f}", f"{100 * mean(after_f1[arm]):.1f}",
                      f"{boot.diff:+.1f} [{boot.low:+.1f}, {boot.high:+.1f}]"])
         key = f"{analysis}/{arm}/{run.method}/{run.dataset}/{run.lm}"
         report.metrics.update({f"conversions/{key}": conv.k, f"conversion_share/{key}": conv.share,
                                f"f1_before/{key}": 100 * mean(before_f1), f"f1_after/{key}": 100 * mean(after_f1[arm]),
                                f"f1_diff/{key}": boot.diff, f"f1_ci_low/{key}": boot.low, f"f1_ci_high/{key}": boot.high})
-        if vs is not None:
-            report.metrics.update({f"mcnemar_b/{key}": vs.b, f"mcnemar_c/{key}": vs.c, f"mcnemar_p/{key}": vs.p})
+        report.metrics.update({f"mcnemar_b/{key}": vs.b, f"mcnemar_c/{key}": vs.c, f"mcnemar_p/{key}": vs.p})
     return rows
 
 
 CONVERSION_HEAD = ["method", "dataset", "LM", "arm", "n errors", "EM conversions (%)", "95% CI (Wilson)",
-                   "McNemar b / c vs control", "McNemar p", "F1 before", "F1 after", "ΔF1 [95% CI]"]
+                   "McNemar b / c (after vs before)", "McNemar p", "F1 before", "F1 after", "ΔF1 [95% CI]"]
 CONVERSION_NOTE = ("n errors: EM errors whose evidence missed an annotated supporting paragraph. A conversion: the rerun "
                    "answer is an exact match. control: the final call rerun on the unchanged evidence (a fresh model "
-                   "call). McNemar (exact): b = exact under control only, c = exact under the arm only. ΔF1 = after − "
-                   "before (the run's recorded answer), Answer F1 points, paired bootstrap ({resamples:,} resamples, "
-                   "seed {seed}).")
+                   "call). McNemar (exact, two-sided): each arm after against before (the run's recorded answer) on "
+                   "the same questions, b = exact before only, c = exact after only; every question here was wrong "
+                   "before, so p = 2 × 0.5^c. ΔF1 = after − before, Answer F1 points, paired bootstrap ({resamples:,} "
+                   "resamples, seed {seed}).")
 
 
 def calls_table(rows: list[list[str]]) -> str:
@@ -173,6 +176,11 @@ def calls_row(run: LoggedRun, step: str, entries: list[dict]) -> list[str]:
     return [run.method, run.dataset, run.lm.rsplit("/", 1)[-1], step, str(len(entries)), str(added["calls"]), roles,
             f"{added['prompt_tokens']:,}", f"{added['completion_tokens']:,}",
             "unknown" if added["cost_usd"] is None else f"{added['cost_usd']:.4f}"]
+
+
+def _p(p: float) -> str:
+    """A p-value readable at the paper's sizes (2 * 0.5^335 is about 3e-101)."""
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.2e}"
 
 
 def _pct(share: float) -> str:

@@ -24,15 +24,18 @@ SUMMARY = "rejected actions per method by cause, as a share of the recorded acti
 
 # Category -> the causes it holds, in the table's column order. Everything else is "other".
 CATEGORIES: dict[str, frozenset[str]] = {
-    "unparseable output": frozenset({"not_json", "unusable"}),
+    # not_json_only: a JSON-only method (Direct, SSR, Reflexion) wrote text around its JSON object
+    "unparseable output": frozenset({"not_json", rejection.NOT_JSON_ONLY, "unusable"}),
     # no_action: the output parsed but named no action, i.e. the action field was missing or empty
     "missing field or wrong type": frozenset({"missing_field", "wrong_type", rejection.NO_ACTION}),
+    # a submit's citation, or (EIR) a list update's, of a sentence not read
     "invalid citation": frozenset({rejection.INVALID_CITATION}),
     "read with no read left": frozenset({rejection.NO_READS_LEFT}),
-    "unknown or unfound id": frozenset({rejection.UNKNOWN_ID}),
+    # unknown: an EIR list update revising an entry that does not exist; unfound: a corpus read of an id no search returned
+    "unknown or unfound id": frozenset({rejection.UNKNOWN_LIST_ID, rejection.UNKNOWN_ID}),
     "repeated search": frozenset({rejection.REPEATED_SEARCH}),
 }
-OTHER = "other"  # empty_answer, all_read, empty_search, search_in_pool, submit_only_turn, legacy invalid_action
+OTHER = "other"  # empty_answer, all_read, empty_search, search_in_pool, submit_only_turn, invalid_dependency, legacy invalid_action
 COLUMNS = (*CATEGORIES, OTHER)
 
 
@@ -89,10 +92,14 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report.tables["table22_rejections.md"] = (
         "# Table 22: rejected actions by cause\n\n" + markdown(head, rows) + "\n\n"
         "Each cell: rejected actions (% of the run's actions). Actions: every action turn of every trial "
-        "(reflection and final calls are not actions). Unparseable output: not JSON or otherwise unusable; "
-        "missing field or wrong type: includes an output that named no action; other: empty answer, read "
+        "(reflection and final calls are not actions). Unparseable output: not JSON, text around the JSON object "
+        "(methods that accept JSON only), or otherwise unusable; missing field or wrong type: includes an output "
+        "that named no action and an EIR sentence position that is not an integer; invalid citation: a submit's or "
+        "an EIR list update's citation of a sentence not read; unknown or unfound id: an EIR list update of an "
+        "entry that does not exist, a corpus read of an id no search returned; other: empty answer, read "
         "with every paragraph read, empty search, search in the distractor setting, a non-submit on the "
-        "corpus setting's submit-only last turn, and older runs' undivided invalid_action.\n")
+        "corpus setting's submit-only last turn, a repair ablation's self-dependency, and older runs' undivided "
+        "invalid_action.\n")
     return report
 
 

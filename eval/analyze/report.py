@@ -39,6 +39,32 @@ class Report:
     params: dict[str, object] = field(default_factory=dict)
     plots: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # A table's rows before formatting, for an analysis that joins others' rows into one table (Table 16).
+    rows: dict[str, list[list[str]]] = field(default_factory=dict)
+
+
+POOLED = "all runs"  # the method cell of a row pooling every run's questions
+
+
+def pooled_run(runs: list[LoggedRun]) -> LoggedRun:
+    """Every run's records as one pseudo-run, for the paper's pooled rows (F.1-F.4): its method is
+    POOLED; its dataset and LM are the runs' own when they share one, else "all"."""
+    def one(values: set[str]) -> str:
+        return values.pop() if len(values) == 1 else "all"
+
+    return LoggedRun(run_id="pooled", experiment_id="", name=POOLED, method=POOLED,
+                     dataset=one({r.dataset for r in runs}), lm=one({r.lm for r in runs}), budget=0, start_time=0, metrics={},
+                     records=tuple(rec for r in runs for rec in r.records), label=POOLED)
+
+
+def corpus_note(table: str, runs: list[LoggedRun]) -> list[str]:
+    """A note when runs outside the corpus setting are analysed for a table the paper reports on its
+    corpus-setting runs (Appendix H: H.4, Table 21): they are analysed all the same."""
+    pool = sorted(r.name for r in runs if r.setting != "corpus")
+    if not pool:
+        return []
+    return [f"the paper's {table} is over its corpus-setting runs (grids/paper-corpus.toml, experiment paper-corpus); "
+            f"{len(pool)} of these runs are not corpus runs: {', '.join(pool[:5])}{' ...' * (len(pool) > 5)}"]
 
 
 def metric_name(*parts: object) -> str:

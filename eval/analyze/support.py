@@ -1,11 +1,12 @@
 """Tables 5 and 8: does EIR find the supporting facts better than the agents it is compared with?
 
-Per (dataset, LM) column: Support F1 of EIR − Direct (Table 5) and of EIR − oracle-stopped
-Reflexion (Table 8), paired by question id, each with a paired bootstrap interval and p; Table 8's
-p-values are Holm-adjusted over its comparisons (the paper's six dataset × LM columns; here every
-column with both runs). Runs are told apart by their method label; an EIR ablation is not EIR.
-One run per label and column: the newest, the others named in the notes. Corpus-setting runs are
-their own columns.
+Per (dataset, LM) column: Support F1 of EIR − Direct (Table 5) and of EIR − each agent of Table 8
+(Agentic SSR, oracle-stopped Reflexion, Reflexion's first trial), paired by question id, each with a
+paired bootstrap interval and p, and Support EM of both with exact McNemar. Table 8's p-values are
+Holm-adjusted per baseline over its columns (the paper's six dataset × LM columns; here every column
+with both runs). Runs are told apart by their method label (a corpus run's `_corpus` and a decoding
+suffix aside: the setting is part of the column); an EIR ablation is not EIR. One run per label and
+column: the newest, the others named in the notes.
 """
 
 from __future__ import annotations
@@ -15,18 +16,28 @@ from pathlib import Path
 from eval.analyze.report import Context, Report
 from eval.comparison import QuestionSetMismatch, paired_ids
 from eval.logged_runs import LoggedRun, SelectionError
-from eval.stats import holm, paired_bootstrap
+from eval.stats import holm, mcnemar_exact, paired_bootstrap
 from eval.tables import fmt_p, markdown
 
 NAME = "support"
 PAPER = "Tables 5, 8"
-SUMMARY = "Support F1 of EIR − Direct and EIR − oracle Reflexion per column, paired bootstrap (Holm for Table 8)"
+SUMMARY = ("Support F1 and EM of EIR − Direct (Table 5) and EIR − SSR, oracle and first-trial Reflexion (Table 8) "
+           "per column, paired bootstrap and McNemar (Holm for Table 8)")
 
-EIR, DIRECT, REFLEXION = "eir", "direct", "reflexion_oracle"
-TABLES = {DIRECT: ("table5_support_eir_vs_direct.md", "Table 5: Support F1, EIR − Direct"),
-          REFLEXION: ("table8_support_eir_vs_reflexion.md", "Table 8: Support F1, EIR − oracle-stopped Reflexion")}
+EIR, DIRECT, SSR, REFLEXION, FIRST = "eir", "direct", "ssr", "reflexion_oracle", "reflexion_first"
+# file, title, the baselines compared with EIR, whether p is Holm-adjusted (per baseline over its columns)
+TABLES = [("table5_support_eir_vs_direct.md", "Table 5: Support F1 and EM, EIR − Direct", (DIRECT,), False),
+          ("table8_support_eir_vs_agents.md", "Table 8: Support F1 and EM, EIR − Agentic SSR and Reflexion",
+           (SSR, REFLEXION, FIRST), True)]
+BASELINES = tuple(b for *_, baselines, _ in TABLES for b in baselines)
+EM_KEY = "sp_em"  # the tables' EM: Support EM (every supporting sentence cited, nothing else)
 
 Column = tuple[str, str, str]  # (setting, dataset, LM)
+
+
+def base_label(run: LoggedRun) -> str:
+    """The method label without the corpus suffix and decoding (the column holds the setting)."""
+    return run.label.split(" ", 1)[0].removesuffix("_corpus")
 
 
 def column_of(run: LoggedRun) -> Column:
@@ -39,19 +50,20 @@ def column_name(column: Column) -> str:
 
 
 def place(runs: list[LoggedRun], notes: list[str]) -> dict[tuple[str, Column], LoggedRun]:
-    """The newest run of each (label, column) among EIR, Direct and oracle Reflexion."""
+    """The newest run of each (label, column) among EIR and the baselines of Tables 5 and 8."""
     placed: dict[tuple[str, Column], LoggedRun] = {}
     for run in sorted(runs, key=lambda r: -r.start_time):
-        if run.label not in (EIR, DIRECT, REFLEXION):
+        label = base_label(run)
+        if label not in (EIR, *BASELINES):
             notes.append(f"skipped {run.run_id} ({run.name}): {run.label} is in neither Table 5 nor Table 8")
         elif run.ablation != "none":  # an ablation answers another question than the method itself
             notes.append(f"skipped {run.run_id} ({run.name}): the {run.ablation} ablation, not {run.label} itself")
-        elif (run.label, column_of(run)) in placed:
-            kept = placed[run.label, column_of(run)]
+        elif (label, column_of(run)) in placed:
+            kept = placed[label, column_of(run)]
             notes.append(f"ignored {run.run_id} ({run.name}): a newer {run.label} run {kept.run_id} ({kept.name}) "
                          f"is in the same column; pass --run to choose")
         else:
-            placed[run.label, column_of(run)] = run
+            placed[label, column_of(run)] = run
     return placed
 
 
@@ -79,60 +91,87 @@ def compare(eir: LoggedRun, other: LoggedRun, context: Context, notes: list[str]
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
-    report = Report()
+    report = Report(params={"table8_holm_family": "per baseline, over its dataset × LM columns", "em": EM_KEY})
     placed = place(runs, report.notes)
     if not any(label == EIR for label, _ in placed):
         raise SelectionError("the support tables compare EIR with its baselines; no EIR run among the selected runs")
     columns = sorted({c for _, c in placed})
 
-    # Each run's own mean, over all its questions (the comparisons below use the paired ones).
+    # Each run's own means, over all its questions (the comparisons below use the paired ones).
     rows = []
     for (label, column), run in sorted(placed.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         mean = 100 * sum(r["support_f1"] for r in run.records) / len(run.records)
-        rows.append([column_name(column), label, run.run_id, str(len(run.records)), f"{mean:.1f}"])
+        em = _em_mean(run.records)
+        rows.append([column_name(column), label, run.run_id, str(len(run.records)), f"{mean:.1f}", _num(em)])
         report.metrics[f"support_f1/{label}/{'/'.join(column)}"] = mean
+        report.metrics[f"support_em/{label}/{'/'.join(column)}"] = em
         report.metrics[f"n/{label}/{'/'.join(column)}"] = len(run.records)
-    report.tables["support_f1_runs.md"] = ("# Support F1 of each run\n\n"
-                                           + markdown(["column", "method", "run", "n", "Support F1"], rows) + "\n")
+    report.tables["support_f1_runs.md"] = ("# Support F1 and EM of each run\n\n" + markdown(
+        ["column", "method", "run", "n", "Support F1", "Support EM"], rows) + "\n")
 
-    for other, (file, title) in TABLES.items():
-        results = {}  # column -> (ids, bootstrap)
-        for column in columns:
-            eir, base = placed.get((EIR, column)), placed.get((other, column))
-            if eir is None or base is None:
-                if eir or base:
-                    report.notes.append(f"{title.split(':')[0]}, {column_name(column)}: no "
-                                        f"{other if eir else EIR} run; not compared")
-                continue
-            found = compare(eir, base, context, report.notes)
-            if found:
-                results[column] = found
-        # Holm only for Table 8, over that table's comparisons (the paper's family of six).
-        adjusted = holm({"/".join(c): b.p for c, (_, b) in results.items()}, context.alpha) if other == REFLEXION else {}
+    for file, title, baselines, adjust in TABLES:
         rows = []
-        for column, (ids, b) in results.items():
-            eir_by, base_by = _by_id(placed[EIR, column]), _by_id(placed[other, column])
-            eir_mean = 100 * sum(eir_by[i]["support_f1"] for i in ids) / len(ids)
-            base_mean = 100 * sum(base_by[i]["support_f1"] for i in ids) / len(ids)
-            row = [column_name(column), str(len(ids)), f"{eir_mean:.1f}", f"{base_mean:.1f}",
-                   f"{b.diff:+.1f} [{b.low:+.1f}, {b.high:+.1f}]", fmt_p(b.p)]
-            key = f"eir_minus_{other}/{'/'.join(column)}"
-            report.metrics.update({f"diff/{key}": b.diff, f"ci_low/{key}": b.low, f"ci_high/{key}": b.high,
-                                   f"p/{key}": b.p, f"n/{key}": len(ids)})
-            if "/".join(column) in adjusted:
-                holm_p = adjusted["/".join(column)]
-                row += [fmt_p(holm_p.adjusted), "yes" if holm_p.significant else "no"]
-                report.metrics[f"p_holm/{key}"] = holm_p.adjusted
-            rows.append(row)
-        head = ["column", "n", "EIR", other, f"Δ EIR − {other} [95% CI]", "p"]
-        if other == REFLEXION:
+        for other in baselines:
+            results = {}  # column -> (ids, bootstrap)
+            for column in columns:
+                eir, base = placed.get((EIR, column)), placed.get((other, column))
+                if eir is None or base is None:
+                    if eir or base:
+                        report.notes.append(f"{title.split(':')[0]}, {column_name(column)}: no "
+                                            f"{other if eir else EIR} run; not compared")
+                    continue
+                found = compare(eir, base, context, report.notes)
+                if found:
+                    results[column] = found
+            adjusted = holm({"/".join(c): b.p for c, (_, b) in results.items()}, context.alpha) if adjust else {}
+            rows += [_row(column, other, ids, b, adjusted.get("/".join(column)), placed, report)
+                     for column, (ids, b) in results.items()]
+        head = ["column", "baseline", "n", "EIR", "baseline SF1", "Δ EIR − baseline [95% CI]", "p"]
+        if adjust:
             head += ["p Holm", f"significant (α {context.alpha})"]
-        holm_text = (f" Holm over the {len(results)} comparisons of this table." if other == REFLEXION else "")
+        head += ["EIR Support EM", "baseline Support EM", "EM b / c", "McNemar p"]
+        holm_text = (" p Holm: Holm over each baseline's comparisons in this table (one per column)." if adjust else "")
         report.tables[file] = (
             f"# {title}\n\n" + (markdown(head, rows) if rows else "No column has both runs.") + "\n\n"
-            "Support F1 (0-100) on the questions both runs answered, paired by id; Δ with a paired bootstrap "
-            f"interval and two-sided p ({context.resamples} resamples, seed {context.seed}).{holm_text}\n")
+            "Support F1 and Support EM (0-100) on the questions both runs answered, paired by id; Δ Support F1 with "
+            f"a paired bootstrap interval and two-sided p ({context.resamples} resamples, seed {context.seed})."
+            f"{holm_text} "
+            "Support EM: exact McNemar, b = only the baseline exact, c = only EIR exact.\n")
     return report
+
+
+def _row(column: Column, other: str, ids, b, holm_p, placed, report: Report) -> list[str]:
+    eir_by, base_by = _by_id(placed[EIR, column]), _by_id(placed[other, column])
+    eir_mean = 100 * sum(eir_by[i]["support_f1"] for i in ids) / len(ids)
+    base_mean = 100 * sum(base_by[i]["support_f1"] for i in ids) / len(ids)
+    row = [column_name(column), other, str(len(ids)), f"{eir_mean:.1f}", f"{base_mean:.1f}",
+           f"{b.diff:+.1f} [{b.low:+.1f}, {b.high:+.1f}]", fmt_p(b.p)]
+    key = f"eir_minus_{other}/{'/'.join(column)}"
+    report.metrics.update({f"diff/{key}": b.diff, f"ci_low/{key}": b.low, f"ci_high/{key}": b.high,
+                           f"p/{key}": b.p, f"n/{key}": len(ids)})
+    if holm_p is not None:
+        row += [fmt_p(holm_p.adjusted), "yes" if holm_p.significant else "no"]
+        report.metrics[f"p_holm/{key}"] = holm_p.adjusted
+    eir_em = [eir_by[i].get(EM_KEY) for i in ids]
+    base_em = [base_by[i].get(EM_KEY) for i in ids]
+    if None in eir_em or None in base_em:  # records written before Support EM was recorded
+        report.notes.append(f"{column_name(column)}: EIR or {other} records lack {EM_KEY}; no Support EM compared")
+        return row + ["–"] * 4
+    em = mcnemar_exact([x >= 1 for x in base_em], [x >= 1 for x in eir_em])
+    report.metrics.update({f"support_em_eir/{key}": 100 * sum(eir_em) / len(ids),
+                           f"support_em_other/{key}": 100 * sum(base_em) / len(ids),
+                           f"mcnemar_b/{key}": em.b, f"mcnemar_c/{key}": em.c, f"mcnemar_p/{key}": em.p})
+    return row + [f"{100 * sum(eir_em) / len(ids):.1f}", f"{100 * sum(base_em) / len(ids):.1f}", f"{em.b} / {em.c}",
+                  fmt_p(em.p)]
+
+
+def _em_mean(records) -> float:
+    values = [r.get(EM_KEY) for r in records]
+    return float("nan") if None in values else 100 * sum(values) / len(values)
+
+
+def _num(x: float) -> str:
+    return "–" if x != x else f"{x:.1f}"
 
 
 def _by_id(run: LoggedRun) -> dict[str, dict]:

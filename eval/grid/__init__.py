@@ -2,6 +2,7 @@
 
 spec: the file's format, read and checked into cells (nothing runs, nothing is read from MLflow).
 runner: running the cells (state from MLflow, resume, progress, Ctrl-C), the comparison, --dry-run.
+paper: what a paper grid (`paper = true`) must have: the paper's corpus, n questions per dataset.
 __main__: the command line (`main`).
 """
 

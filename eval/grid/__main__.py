@@ -1,13 +1,15 @@
-"""`python -m eval.grid FILE.toml [--dry-run]`: run a grid of eval.run runs named in one TOML file, then compare them.
+"""`python -m eval.grid FILE.toml [--dry-run] [--allow-fewer]`: run a grid of eval.run runs in one TOML file, then compare.
 
 The file's format: eval/grid/spec.py. Running, resuming, progress, Ctrl-C, the comparison and
---dry-run: eval/grid/runner.py.
+--dry-run: eval/grid/runner.py. What a paper grid must have (the full corpus, n questions per
+dataset unless --allow-fewer): eval/grid/paper.py.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from eval.grid.paper import ALLOW_FEWER, check_questions
 from eval.grid.runner import dry_run, run_grid
 from eval.grid.spec import GridError, check_data, load_grid
 
@@ -16,17 +18,21 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(prog="python -m eval.grid", description=__doc__.splitlines()[0])
     p.add_argument("file", help="a grid file (grids/*.toml)")
     p.add_argument("--dry-run", action="store_true", help="list the cells, their status and LM calls; run nothing")
+    p.add_argument(ALLOW_FEWER, action="store_true",
+                   help="a paper grid: run a dataset whose file holds fewer than n questions on all it holds "
+                        "(without this, an error before anything runs)")
     args = p.parse_args(argv)
     try:
         grid = load_grid(args.file)
     except GridError as exc:
         raise SystemExit(f"error: {exc}") from None
+    questions = check_questions(grid, args.allow_fewer)  # a paper grid's data: n questions per dataset
     if args.dry_run:
-        return dry_run(grid)
-    problems = check_data(grid)
+        return dry_run(grid, questions)
+    problems = check_data(grid) + questions.errors
     if problems:
         raise SystemExit("error: " + "\nerror: ".join(problems))
-    return run_grid(grid)
+    return run_grid(grid, questions)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ whose newest run is KILLED, FAILED or RUNNING (a killed process leaves RUNNING) 
 `--resume RUN_ID` (so never run one grid in two processes at once), any other cell starts. When
 every cell has run, `eval.compare` prints and writes the tables and plots for the experiment.
 `--dry-run` lists the cells, their status and an upper bound on their LM calls
-(programs/call_rules.py) and runs nothing.
+(programs/call_rules.py) and runs nothing; for a paper grid it ends with the data errors a run
+would stop on (eval/grid/paper.py).
 
 Progress: one line before and one after each cell with cells and questions done and an estimate
 of the time left (seconds per question measured in this invocation × questions left). Ctrl-C:
@@ -30,6 +31,7 @@ import mlflow
 
 import eval.run as run_module
 from eval import tracking
+from eval.grid.paper import DataCheck
 from eval.grid.spec import Cell, Grid, check_data
 
 CELL_TAG = "eir.grid_cell"
@@ -62,25 +64,27 @@ def logged_runs(experiment: str) -> dict[str, list]:
     return by_key
 
 
-def cell_state(cell: Cell, runs: list) -> CellState:
+def cell_state(cell: Cell, runs: list, questions: int | None = None) -> CellState:
+    """The cell's state from its runs; `questions`: what it runs when its file holds fewer than n (--allow-fewer)."""
+    total = questions or cell.n
     finished = [r for r in runs if r.info.status == "FINISHED"]
     if finished and finished[0].data.metrics.get("failed_questions", 0) > 0:
         # FINISHED, but some questions ended with a provider error: --resume runs those again.
         run = finished[0]
         done = _questions_done(run.data.tags.get(tracking.RESULTS_TAG))
-        return CellState("resumable", run.info.run_id, min(done, cell.n), cell.n)
+        return CellState("resumable", run.info.run_id, min(done, total), total)
     if finished:
         run = finished[0]
         try:
-            n = int(json.loads(run.data.tags[tracking.CONFIG_TAG])["n"])
+            ran = int(json.loads(run.data.tags[tracking.CONFIG_TAG])["n"])
         except (KeyError, ValueError, TypeError):
-            n = cell.n
-        return CellState("finished", run.info.run_id, n, n)
+            ran = total
+        return CellState("finished", run.info.run_id, ran, ran)
     if runs:  # KILLED, FAILED, or RUNNING (a killed process never ended it)
         run = runs[0]
         done = _questions_done(run.data.tags.get(tracking.RESULTS_TAG))
-        return CellState("resumable", run.info.run_id, min(done, cell.n), cell.n)
-    return CellState("new", None, 0, cell.n)
+        return CellState("resumable", run.info.run_id, min(done, total), total)
+    return CellState("new", None, 0, total)
 
 
 def _questions_done(path: str | None) -> int:
@@ -157,13 +161,17 @@ def _say(text: str, err: bool = False) -> None:
 # ---------------------------------------------------------------- running
 
 
-def run_grid(grid: Grid) -> dict:
-    """Run every cell not finished yet, then compare. Exits 130 on Ctrl-C and 1 when a cell failed."""
+def run_grid(grid: Grid, data: DataCheck | None = None) -> dict:
+    """Run every cell not finished yet, then compare. Exits 130 on Ctrl-C and 1 when a cell failed.
+    `data`: a paper grid's checked data (eval/grid/paper.py), the questions each dataset's cells run."""
     tracking.use_tracking_uri()
+    data = data or DataCheck()
+    for note in data.notes:
+        _say(f"note: {note}")
     states: dict[int, CellState] = {}
     progress = Progress(grid, states)
     try:
-        failed = _run_cells(grid, states, progress)
+        failed = _run_cells(grid, states, progress, data.questions)
     except (KeyboardInterrupt, _Interrupted):
         _end_active_run("KILLED")
         done = progress.done() if states else "nothing new done"
@@ -181,19 +189,21 @@ class _Interrupted(Exception):
     """eval.run stopped on Ctrl-C (it saved its questions and ended its run KILLED)."""
 
 
-def _run_cells(grid: Grid, states: dict[int, CellState], progress: Progress) -> list[tuple[Cell, str]]:
+def _run_cells(grid: Grid, states: dict[int, CellState], progress: Progress,
+               questions: dict[str, int]) -> list[tuple[Cell, str]]:
     by_key = logged_runs(grid.experiment)
-    states.update({c.number: cell_state(c, by_key.get(c.key, [])) for c in grid.cells})
+    states.update({c.number: cell_state(c, by_key.get(c.key, []), questions.get(c.dataset)) for c in grid.cells})
     _say(f"grid {grid.name}: {len(grid.cells)} cells in MLflow experiment {grid.experiment!r} ({grid.path})")
     failed: list[tuple[Cell, str]] = []
     for cell in grid.cells:
-        outcome = _run_cell(grid, cell, states, progress)
+        outcome = _run_cell(grid, cell, states, progress, questions.get(cell.dataset))
         if outcome is not None:
             failed.append((cell, outcome))
     return failed
 
 
-def _run_cell(grid: Grid, cell: Cell, states: dict[int, CellState], progress: Progress) -> str | None:
+def _run_cell(grid: Grid, cell: Cell, states: dict[int, CellState], progress: Progress,
+              questions: int | None) -> str | None:
     """Skip, start or resume one cell; None when it is finished, else why not. Raises _Interrupted on Ctrl-C."""
     state = states[cell.number]
     head = f"[{grid.name} {cell.number}/{len(grid.cells)}]"
@@ -206,7 +216,7 @@ def _run_cell(grid: Grid, cell: Cell, states: dict[int, CellState], progress: Pr
     before, t0 = state.done, time.perf_counter()
     outcome = _call_eval_run(argv, {CELL_TAG: cell.key, GRID_TAG: grid.name})
     _end_active_run("KILLED" if outcome == "interrupted" else "FAILED")
-    states[cell.number] = after = cell_state(cell, logged_runs(grid.experiment).get(cell.key, []))
+    states[cell.number] = after = cell_state(cell, logged_runs(grid.experiment).get(cell.key, []), questions)
     progress.add(time.perf_counter() - t0, after.done - before)
     if outcome == "interrupted":
         _say(f"{head} interrupted: {cell.title} ({after.done}/{after.total} questions saved"
@@ -291,25 +301,31 @@ def compare(grid: Grid):
 # ---------------------------------------------------------------- dry run
 
 
-def dry_run(grid: Grid) -> dict:
-    """Print every cell, its status and its LM calls at most; run nothing."""
+def dry_run(grid: Grid, data: DataCheck | None = None) -> dict:
+    """Print every cell, its status and its LM calls at most; run nothing. A paper grid's data
+    errors (`data`, eval/grid/paper.py) are printed after the cells and exit 1, as a run would stop."""
     tracking.use_tracking_uri()
+    data = data or DataCheck()
     by_key = logged_runs(grid.experiment)
     rows, total_calls, todo_calls = [], 0, 0
     for cell in grid.cells:
-        state = cell_state(cell, by_key.get(cell.key, []))
-        calls = cell.calls_per_question * cell.n
+        state = cell_state(cell, by_key.get(cell.key, []), data.questions.get(cell.dataset))
+        calls = cell.calls_per_question * state.total
         total_calls += calls
         if state.status != "finished":
-            todo_calls += cell.calls_per_question * (cell.n - state.done)
+            todo_calls += cell.calls_per_question * (state.total - state.done)
         rows.append(_dry_row(cell, state, calls))
     _say(f"grid {grid.name} ({grid.path}): {len(grid.cells)} cells in MLflow experiment {grid.experiment!r}, "
-         f"n={grid.n}, seed {grid.seed}")
+         f"n={grid.n}, seed {grid.seed}" + (" (a paper grid: eval/grid/paper.py)" if grid.paper else ""))
     _print_table(["#", "variant", "dataset", "lm", "H", "n", "status", "calls/question ≤", "calls ≤"], rows)
     _say(f"\nLM calls at most (an upper bound per question from programs/call_rules.py × n): {total_calls:,} in all; "
          f"{todo_calls:,} for what is not finished yet")
     for problem in check_data(grid):
         _say(f"note: {problem}")
+    for note in data.notes:
+        _say(f"note: {note}")
+    if data.errors:
+        raise SystemExit("error: " + "\nerror: ".join(data.errors))
     families = f" with families {', '.join(f['name'] for f in grid.families)}" if grid.families else ""
     _say(f"Then: eval.compare --experiment {grid.experiment} --reference {grid.reference}{families}")
     return {"cells": len(grid.cells), "calls": total_calls, "todo_calls": todo_calls}
@@ -318,7 +334,8 @@ def dry_run(grid: Grid) -> dict:
 def _dry_row(cell: Cell, state: CellState, calls: int) -> list[str]:
     variant = cell.variants[0] + "".join(f" (+ {v})" for v in cell.variants[1:])
     status = state.status if state.status != "resumable" else f"resumable ({state.done}/{state.total} saved)"
-    return [str(cell.number), variant, cell.dataset, cell.lm, str(cell.budget), f"{cell.n:,}", status,
+    n = f"{state.total:,}" + (f" of {cell.n:,}" if state.total < cell.n else "")  # a file with fewer questions
+    return [str(cell.number), variant, cell.dataset, cell.lm, str(cell.budget), n, status,
             f"{cell.calls_per_question:,}", f"{calls:,}"]
 
 

@@ -4,6 +4,9 @@ Nothing here runs anything or reads MLflow (eval/grid/runner.py does). The file 
 is checked before anything runs; an unknown key is an error):
 
     experiment = "paper-main"   # MLflow experiment of every cell (required)
+    paper = true                # optional, default false: the grid reproduces the paper, so it refuses an
+                                #   easier setting (eval/grid/paper.py): corpus cells need the full corpus
+                                #   index, and each dataset's file n questions (else --allow-fewer)
     reference = "eir"           # variant the comparison uses as its reference (optional, default "eir")
     n = 1000                    # questions per cell: eval.run --limit (required)
     seed = 0                    # eval.run --seed (optional, default 0)
@@ -26,7 +29,9 @@ is checked before anything runs; an unknown key is an error):
     [[families]]                # optional: Holm families for eval.compare --families (ΔF1 = first − second)
     name = "h_sweep"            #   required
     compare = [["eir H=4", "eir"], ["eir H=8", "eir"]]   # required: pairs of variants the grid runs
-    per_column = false          #   optional
+    per_column = false          #   optional: one Holm family per (dataset, LM) column
+    per_pair = false            #   optional: one Holm family per pair, over the columns
+    size = 4                    #   optional: the paper's comparisons per Holm family (missing ones count as p = 1)
 
 A cell's flags are [run]'s, then its LM's (an `lms` table), then its [[methods]] entry's; a later
 one wins. Flags the grid sets itself (experiment, limit, seed, lm, dataset, budget, data, resume)
@@ -44,7 +49,8 @@ order first, then dataset, LM, budget). A cell's key is the canonical JSON of it
 without the experiment: method, dataset, lm, budget, limit and seed always; --data as the file
 writes it; any other flag (from [run], the LM's table or the entry) when it differs from
 eval.run's default (a method option by the value eval.run resolves, so `votes = 3` or
-`verifier_temperature = 0.7` on a pool ssr entry is the same cell as neither); never threads,
+`verifier_temperature = 0.7` on a pool ssr entry is the same cell as neither); "corpus": "full"
+for a paper grid's corpus cells (a demo run on the offline corpus is never one of them); never threads,
 request_timeout, trace or out, which change how a run runs, not what it measures.
 """
 
@@ -66,12 +72,15 @@ import eval.run as run_module
 from eir_dspy.lm import LOCAL_DEFAULT
 from eir_dspy.lm.local_models import MODELS as LOCAL_MODELS
 from eval import tracking
+from eval.corpus import FULL
 from eval.data import DATASETS, HOLDOUT_FILES
+from eval.grid.paper import corpus_problem
 from programs import CORPUS_METHODS, METHODS
 from programs.call_rules import max_calls
 
-GRID_KEYS = ("experiment", "reference", "n", "seed", "datasets", "lms", "budgets", "data", "run", "methods", "families")
-FAMILY_KEYS = ("name", "compare", "per_column")
+GRID_KEYS = ("experiment", "paper", "reference", "n", "seed", "datasets", "lms", "budgets", "data", "run", "methods",
+             "families")
+FAMILY_KEYS = ("name", "compare", "per_column", "per_pair", "size")  # as eval.families reads them
 GRID_FLAGS = ("experiment", "limit", "seed", "lm", "dataset", "budget", "data", "resume")  # set per cell by the grid
 METHOD_OPTIONS = ("ablation", "votes", "verifier_temperature", "trials")  # taken only by some methods
 NOT_IN_KEY = ("threads", "request_timeout", "trace", "out")  # how a run runs, not what it measures
@@ -123,6 +132,7 @@ class Grid:
     methods: list[dict]  # {"method", "budgets" (None: the grid's), "own" (its flags), "flags" (by LM, merged)}
     families: list[dict]
     cells: list[Cell] = field(default_factory=list)
+    paper: bool = False  # reproduces the paper: eval/grid/paper.py says what it must have
 
     def data_path(self, dataset: str) -> str | None:
         """--data for `dataset`: the file's value, a relative one resolved against $EIR_DATA_DIR."""
@@ -160,6 +170,9 @@ def load_grid(path: str | os.PathLike) -> Grid:
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise fail(f"seed must be an integer, got {seed!r}")
+    paper = raw.get("paper", False)
+    if not isinstance(paper, bool):
+        raise fail(f"paper must be true or false, got {paper!r}")
     datasets = _list(raw["datasets"], "datasets", fail, lambda v, k: _choice(v, k, DATASETS, fail))
     lms = _lms(raw["lms"], fail)
     budgets = _list(raw.get("budgets", [DEFAULTS["budget"]]), "budgets", fail, lambda v, k: _positive_int(v, k, fail))
@@ -168,8 +181,11 @@ def load_grid(path: str | os.PathLike) -> Grid:
     methods = _methods(raw["methods"], run, lms, datasets, fail)
     grid = Grid(path=path, name=path.stem, experiment=experiment, reference=reference, n=n, seed=seed,
                 datasets=datasets, lms=list(lms), lm_flags=lms, budgets=budgets, data=data, run=run, methods=methods,
-                families=[])
+                families=[], paper=paper)
     grid.cells = _cells(grid, fail)
+    problem = corpus_problem(grid) if paper else None
+    if problem:
+        raise fail(problem)
     grid.families = _families(raw.get("families", []), grid, fail)
     variants = _grid_variants(grid)
     if variants is not None and reference not in variants:
@@ -337,6 +353,8 @@ def _key(grid: Grid, method: str, flags: dict, args: argparse.Namespace, options
                 key[name] = options[name]
         elif name not in NOT_IN_KEY and getattr(args, name) != DEFAULTS[name]:
             key[name] = getattr(args, name)
+    if grid.paper and args.setting == "corpus":  # load_grid refuses any other corpus: a demo run is never this cell
+        key["corpus"] = FULL
     return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
 
@@ -393,8 +411,14 @@ def _families(families, grid: Grid, fail) -> list[dict]:
             raise fail(f"{label}: a second family with this name")
         names.add(name)
         _family_pairs(family["compare"], label, variants, fail)
-        if "per_column" in family and not isinstance(family["per_column"], bool):
-            raise fail(f"{label}.per_column must be true or false")
+        for key in ("per_column", "per_pair"):
+            if key in family and not isinstance(family[key], bool):
+                raise fail(f"{label}.{key} must be true or false")
+        if family.get("per_column") and family.get("per_pair"):
+            raise fail(f"{label}: per_column and per_pair together leave one comparison per Holm family")
+        size = family.get("size")
+        if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+            raise fail(f"{label}.size must be a positive integer")
     return families
 
 

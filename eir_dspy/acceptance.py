@@ -1,0 +1,61 @@
+"""Which text a method accepts as its output: the paper's per-method parse rule.
+
+- `extract`: a JSON object found anywhere in the output is read and the prose around it ignored
+  (DSPy's JSONAdapter, which also mends small JSON slips). The paper's EIR; also Full Pool, whose one
+  call is EIR's final call.
+- `json_only`: the output, stripped of surrounding whitespace, must be one valid JSON object and
+  nothing else (a code fence is text too). The paper's Direct and Reflexion; also SSR, whose
+  proposal is Direct's, for every call it makes.
+
+A method declares its rule as the class attribute `acceptance` of its dspy.Module. The adapter
+(eir_dspy/lm/decoding.py) reads it from the modules DSPy records as calling the predictor, the
+outermost that declares one, so a method's nested calls (EIR's final answer, Reflexion's
+reflection, SSR's verifiers) follow the method. With no method declaring one: `extract`.
+A refused output goes the one unusable-output path (eir_dspy/accounting.py) with its cause.
+"""
+
+from __future__ import annotations
+
+import json
+
+import dspy
+import regex
+
+from eir_dspy.rejection import NOT_JSON_ONLY
+
+EXTRACT, JSON_ONLY = "extract", "json_only"
+ACCEPTANCES = (EXTRACT, JSON_ONLY)
+_OBJECT = regex.compile(r"\{(?:[^{}]|(?R))*\}", regex.DOTALL)  # JSONAdapter's own "first {...}" pattern
+
+
+def current_acceptance() -> str:
+    """The rule of the outermost calling module that declares one (tests/test_acceptance.py checks
+    every method declares one of ACCEPTANCES), else EXTRACT."""
+    for module in dspy.settings.caller_modules or ():
+        rule = getattr(module, "acceptance", None)
+        if rule is not None:
+            return rule
+    return EXTRACT
+
+
+def json_only_problem(completion: str) -> tuple[str, str] | None:
+    """(cause, detail) when `completion` is not one JSON object alone, else None."""
+    text = completion.strip()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    else:
+        return None if isinstance(value, dict) else ("not_json", f"a JSON {type(value).__name__}, not an object")
+    found = _OBJECT.search(text)
+    if found is None or not _loads_object(found.group(0)):
+        return "not_json", ""
+    where = [w for w, extra in (("before", text[:found.start()]), ("after", text[found.end():])) if extra.strip()]
+    return NOT_JSON_ONLY, f"text {' and '.join(where)} the JSON object"
+
+
+def _loads_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
