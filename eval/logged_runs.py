@@ -91,6 +91,8 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
     for run in runs:
         label = f"run {run.info.run_id} ({run.info.run_name})"
         kind = run.data.tags.get(tracking.KIND_TAG)
+        if kind == tracking.COMPILE_KIND and not run_ids:
+            continue  # an eval.compile run made a program file; the runs of that program are method runs
         if kind in (tracking.COMPARISON_KIND, tracking.ANALYSIS_KIND):
             if run_ids:
                 raise SelectionError(f"{label} is an {kind} run, not a method run" if kind == tracking.ANALYSIS_KIND

@@ -28,6 +28,7 @@ from eir_dspy.lm.spec import ENGINES
 from eir_dspy.lm.local_models import DEFAULT_MODEL, ModelFetchError
 from eval import tracking
 from eval.data import DATASETS, DataError, load_questions, resolve_data_file
+from eval.compile.program_file import ProgramFileError, check_fits, load_program, program_config, read_meta, sha256
 from eval.corpus import BUILD_FULL_INDEX, FULL, corpus_name, default_index_dir
 from eval.execute import run_question
 from eval.index import build_default_index
@@ -85,6 +86,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--engine", default="server", choices=ENGINES,
                    help="the embedded model: server (a managed llama-server, questions batched) or inprocess "
                         "(llama-cpp-python, one call at a time)")
+    p.add_argument("--program", default=None, metavar="FILE",
+                   help="a compiled program (`python -m eval.compile`) for --method: its demos and instructions "
+                        "replace the zero-shot prompts; the run's variant names it (eir compiled=NAME)")
     p.add_argument("--experiment", default="eir-dspy")
     p.add_argument("--out", default="runs", help="where per-question results are written as they finish")
     p.add_argument("--resume", metavar="RUN_ID", default=None, help="continue a killed run")
@@ -143,6 +147,28 @@ def open_corpus(config: dict, out_root: str) -> CorpusIndex:
     return index
 
 
+def compiled_program(path: str, method: str, options: dict) -> dict:
+    """What the run records about its --program file (name, path, sha256); exits on a bad file or
+    one compiled for another method (checked before any LM starts)."""
+    try:
+        check_fits(read_meta(path), path, method, options)
+        return program_config(path)
+    except ProgramFileError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+def load_compiled(program, config: dict) -> None:
+    """Load the run's program file into `program`; the file must be the one the run started with."""
+    saved = config["program"]
+    try:
+        if sha256(saved["path"]) != saved["sha256"]:
+            raise ProgramFileError(f"--program {saved['path']} changed since the run started "
+                                   f"(sha256 {saved['sha256'][:12]}...); compile it under a new name instead")
+        load_program(program, saved["path"], config["method"], config.get("options", {}))
+    except (ProgramFileError, OSError) as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
 def _positive_float(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -174,6 +200,8 @@ def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
                   "decoding": args.decoding, "request_timeout": args.request_timeout, "budget": args.budget,
                   "threads": args.threads, "engine": args.engine,
                   "server_args": args.server_args, "options": method_options(args), "setting": args.setting, "index": args.index}
+        if args.program:
+            config["program"] = compiled_program(args.program, args.method, config["options"])
     try:
         questions = load_questions(config["dataset"], config["data_file"], limit=config["n"], seed=config["seed"])
     except DataError as exc:
@@ -207,6 +235,8 @@ def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
     if args.trace:
         mlflow.dspy.autolog()
     program = METHODS[config["method"]](budget=config["budget"], **config.get("options", {}))
+    if config.get("program"):
+        load_compiled(program, config)
     config["label"] = tracking.setting_label(getattr(program, "label", config["method"]), config)
 
     run_id = tracking.start_run(config, resume_id, args.out, tags)  # eval.grid finds its cells by these tags

@@ -17,6 +17,7 @@ KIND_TAG = "eir.kind"  # set on comparison and analysis runs, so they are never 
 FAILURE_TAG = "eir.failure"  # why a run ended FAILED (every question failed with this error)
 COMPARISON_KIND = "comparison"
 ANALYSIS_KIND = "analysis"  # an eval.analyze run over recorded runs
+COMPILE_KIND = "compile"  # an eval.compile run: it makes a program file, not per-question results
 ANALYSIS_TAG = "eir.analysis"  # its analysis's name
 SOURCE_RUNS_TAG = "eir.source_runs"  # the JSON list of the run ids an analysis read
 
@@ -50,13 +51,16 @@ _OPTION_NAMES = {"verifier_temperature": "T"}  # short names in variants; others
 def variant(config: dict) -> str:
     """A run's condition as one name: the method label (with setting and decoding), the ablation,
     H where it is not the paper's 6, and the method's options; e.g. `eir`, `eir H=8`,
-    `eir no-list-feedback`, `ssr votes=3 T=0.7`. Comparisons pair runs by it. Sampling settings
-    (temperature, max tokens) are params, not part of the name: vary them in separate experiments."""
+    `eir no-list-feedback`, `ssr votes=3 T=0.7`, `eir compiled=gepa` (a program file from eval.compile).
+    Comparisons pair runs by it. Sampling settings (temperature, max tokens) are params, not part of
+    the name: vary them in separate experiments."""
     options = dict(config.get("options", {}))
     parts = [method_label(config)]
     ablation = options.pop("ablation", None)
     if ablation and ablation != "none":
         parts.append(ablation)
+    if config.get("program"):
+        parts.append(f"compiled={config['program']['name']}")
     if int(config["budget"]) != DEFAULT_BUDGET:
         parts.append(f"H={config['budget']}")
     parts += [f"{_OPTION_NAMES.get(k, k)}={v:g}" if isinstance(v, float) else f"{_OPTION_NAMES.get(k, k)}={v}"
@@ -106,9 +110,16 @@ def log_config(config: dict) -> None:
         "setting": config.get("setting", "pool"), "index": config.get("index"),
         "corpus": config.get("corpus"), "corpus_paragraphs": config.get("corpus_paragraphs"),
         "acceptance": acceptance(config["method"]),
+        **program_params(config),
     })
     mlflow.set_tags({CONFIG_TAG: json.dumps(config), "method": method_label(config), "variant": variant(config),
                      "dataset": config["dataset"], "lm": config["lm"]})
+
+
+def program_params(config: dict) -> dict:
+    """A compiled program's file and sha256 (eval.run --program); nothing for a zero-shot run."""
+    program = config.get("program")
+    return {"program_file": program["path"], "program_sha256": program["sha256"]} if program else {}
 
 
 def resumable_run(run_id: str) -> str:

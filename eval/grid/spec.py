@@ -26,6 +26,8 @@ is checked before anything runs; an unknown key is an error):
     budgets = [4, 6, 8, 10]     #   optional: replaces the grid's budgets for this entry
     ablation = "repair"         #   any other eval.run flag (ablation, votes, verifier_temperature,
                                 #   trials, setting, decoding, ...); overrides [run] and the LM's flags
+    program = "runs/compiled/gepa.json"   # optional: a compiled program (eval.compile) for this method;
+                                #   relative to the current directory; its variant is `eir compiled=<name>`
     [[families]]                # optional: Holm families for eval.compare --families (ΔF1 = first − second)
     name = "h_sweep"            #   required
     compare = [["eir H=4", "eir"], ["eir H=8", "eir"]]   # required: pairs of variants the grid runs
@@ -35,8 +37,9 @@ is checked before anything runs; an unknown key is an error):
 
 A cell's flags are [run]'s, then its LM's (an `lms` table), then its [[methods]] entry's; a later
 one wins. Flags the grid sets itself (experiment, limit, seed, lm, dataset, budget, data, resume)
-may not appear in [run], an LM's table or [[methods]]; method and the method options (ablation,
-votes, verifier_temperature, trials) only in [[methods]]. A method option the method does not take
+may not appear in [run], an LM's table or [[methods]]; method, the method options (ablation,
+votes, verifier_temperature, trials) and program only in [[methods]]; a program file must exist and
+have been compiled for the entry's method and options. A method option the method does not take
 (`votes` for eir, an ablation of a method without ablations), a corpus setting for a method or
 dataset without one, a data file that is the HotpotQA acceptance holdout, an LM named twice, and
 two entries giving the same cell are errors. Family and reference names are variants
@@ -72,6 +75,7 @@ import eval.run as run_module
 from eir_dspy.lm import LOCAL_DEFAULT
 from eir_dspy.lm.local_models import MODELS as LOCAL_MODELS
 from eval import tracking
+from eval.compile.program_file import ProgramFileError, check_fits, read_meta
 from eval.corpus import FULL
 from eval.data import DATASETS, HOLDOUT_FILES
 from eval.grid.paper import corpus_problem
@@ -83,6 +87,7 @@ GRID_KEYS = ("experiment", "paper", "reference", "n", "seed", "datasets", "lms",
 FAMILY_KEYS = ("name", "compare", "per_column", "per_pair", "size")  # as eval.families reads them
 GRID_FLAGS = ("experiment", "limit", "seed", "lm", "dataset", "budget", "data", "resume")  # set per cell by the grid
 METHOD_OPTIONS = ("ablation", "votes", "verifier_temperature", "trials")  # taken only by some methods
+PROGRAM = "program"  # a compiled program file: it fits one method, so only a [[methods]] entry names it
 NOT_IN_KEY = ("threads", "request_timeout", "trace", "out")  # how a run runs, not what it measures
 LIST_FLAGS = ("api_base",)  # eval.run flags taking several values
 DEFAULTS = vars(run_module.parse_args([]))  # every eval.run flag (argparse dest) and its default
@@ -263,6 +268,8 @@ def _shared_flags(table: dict, label: str, parse_label: str, fail) -> dict:
     for option in METHOD_OPTIONS:
         if option in flags:
             raise fail(f"{label}.{option}: a method option; give it in the [[methods]] entries that take it")
+    if PROGRAM in flags:
+        raise fail(f"{label}.{PROGRAM}: a compiled program fits one method; give it in its [[methods]] entry")
     _parse(_flag_argv(flags), parse_label, fail)
     return flags
 
@@ -303,9 +310,14 @@ def _check_condition(method: str, flags: dict, datasets: list[str], label: str, 
         raise fail(f"{label}: the corpus setting is HotpotQA only; datasets are {datasets}")
     args = _parse(["--method", method, *_flag_argv(flags)], label, fail)
     try:
-        run_module.method_options(args)
+        options = run_module.method_options(args)
     except SystemExit as exc:
         raise fail(f"{label}: {str(exc.code).removeprefix('error: ')}") from None
+    if args.program:
+        try:
+            check_fits(read_meta(args.program), args.program, method, options)
+        except ProgramFileError as exc:
+            raise fail(f"{label}: {exc}") from None
 
 
 # ---------------------------------------------------------------- cells
@@ -366,7 +378,8 @@ def _variants(method: str, budget: int, options: dict, args: argparse.Namespace)
     default = _default_decoding(args.lm, args.lm_path) if args.decoding is not None else None
     certain = args.decoding is None or default is not None
     config = {"method": method, "options": options, "budget": budget, "setting": args.setting,
-              "decoding": args.decoding, "default_decoding": default}
+              "decoding": args.decoding, "default_decoding": default,
+              "program": {"name": read_meta(args.program)["name"]} if args.program else None}
     labels = [getattr(METHODS[method], "label", method)]
     if method == "reflexion":
         labels.append("reflexion_first")  # one reflexion run logs its first trial as a second run

@@ -1,0 +1,171 @@
+"""`python -m eval.compile`: compile a method's program with a DSPy optimizer, save it, log it to MLflow.
+
+One MLflow run (tag eir.kind=compile) holds the optimizer and its settings (params), the score on
+the training and dev questions before and after (the program scored after is the one loaded back
+from the saved file), the compile's own calls by role, tokens, cost and time, and the program file
+(artifact; its path and sha256 as params). `python -m eval.run --program FILE` runs the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import dspy
+
+from eir_dspy.accounting import Ledger, recording
+from eir_dspy.lm import DecodingAdapter
+from eval import tracking
+from eval.compile import track
+from eval.compile.evaluate import evaluate
+from eval.compile.lm import add_lm_flags, lm_from_args
+from eval.compile.metric import METRICS, example_of
+from eval.compile.optimizers import DEMOS, GEPA_AUTO, OPTIMIZERS, Settings, check_choice, compile_program, default_name
+from eval.compile.program_file import NAME, load_program, save_program
+from eval.compile.splits import SplitError, load_splits
+from eval.data import DATASETS
+from programs import METHODS
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m eval.compile", description=__doc__.splitlines()[0])
+    p.add_argument("--method", default="eir", choices=sorted(m for m in METHODS if not _needs_oracle(m)))
+    p.add_argument("--optimizer", required=True, choices=OPTIMIZERS,
+                   help="labeled: dspy.LabeledFewShot; bootstrap: dspy.BootstrapFewShot; gepa: dspy.GEPA "
+                        "(instructions); none: no optimizer (with --demos gold)")
+    p.add_argument("--demos", default="bootstrap", choices=DEMOS,
+                   help="bootstrap: the optimizer's own demos; gold: gold episodes built from the supporting facts "
+                        "(no model call); both: gold, then the optimizer's")
+    p.add_argument("--train", required=True, metavar="FILE",
+                   help="training questions: hotpot_dev_distractor.rpt_sample300_seed2.jsonl")
+    p.add_argument("--dev", required=True, metavar="FILE",
+                   help="selection questions: hotpot_dev_distractor.rpt_sample500_seed1.jsonl")
+    p.add_argument("--dataset", default="hotpotqa", choices=DATASETS)
+    p.add_argument("--n-train", type=_positive, default=20, metavar="K", help="training questions used (default 20)")
+    p.add_argument("--n-dev", type=_positive, default=20, metavar="K", help="dev questions used (default 20)")
+    p.add_argument("--seed", type=int, default=0, help="seed of both question samples, as eval.run --seed")
+    p.add_argument("--metric", default="f1", choices=METRICS,
+                   help="f1: answer F1; f1+support: the mean of answer F1 and support F1")
+    p.add_argument("--budget", type=_positive, default=6, help="H: paragraph reads per question")
+    p.add_argument("--max-bootstrapped-demos", type=int, default=Settings.max_bootstrapped_demos)
+    p.add_argument("--max-labeled-demos", type=int, default=Settings.max_labeled_demos,
+                   help="LabeledFewShot's k; BootstrapFewShot's labeled demos")
+    p.add_argument("--metric-threshold", type=float, default=Settings.metric_threshold,
+                   help="BootstrapFewShot keeps a question's trace as demos when its metric reaches this")
+    p.add_argument("--gold-episodes", type=_positive, default=Settings.gold_episodes,
+                   help="--demos gold/both: training questions whose gold episodes become demos")
+    p.add_argument("--gepa-auto", default=Settings.gepa_auto, choices=GEPA_AUTO, help="GEPA's budget preset")
+    p.add_argument("--gepa-max-metric-calls", type=_positive, default=None,
+                   help="GEPA's budget in program runs (replaces --gepa-auto)")
+    add_lm_flags(p)
+    p.add_argument("--name", default=None, help="the program's name in variants: eir compiled=NAME "
+                                                "(default: the optimizer, with -gold for gold demos)")
+    p.add_argument("--out", default="runs/compiled", help="where NAME.json is written")
+    p.add_argument("--experiment", default="eir-dspy")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    name = args.name or default_name(args.optimizer, args.demos)
+    path = Path(args.out) / f"{name}.json"
+    try:
+        check_choice(args.optimizer, args.demos)
+        if args.demos != "bootstrap" and args.method != "eir":
+            raise ValueError("gold demos are EIR episodes (eval/compile/gold_demos.py): use them with --method eir")
+        if not NAME.match(name):
+            raise ValueError(f"--name {name!r}: use letters, digits, '.', '_' or '-'")
+        if path.exists():
+            raise ValueError(f"{path} exists: a name stands for one program; choose another --name")
+        train, dev = load_splits(args.dataset, args.train, args.dev, args.n_train, args.n_dev, args.seed)
+    except (ValueError, SplitError) as exc:
+        raise SystemExit(f"error: {exc}") from None
+    lm, decoding, default_decoding = lm_from_args(args)
+    dspy.configure(lm=lm, adapter=DecodingAdapter(decoding))
+    settings = Settings(metric=args.metric, max_bootstrapped_demos=args.max_bootstrapped_demos,
+                        max_labeled_demos=args.max_labeled_demos, metric_threshold=args.metric_threshold,
+                        gold_episodes=args.gold_episodes, gepa_auto=args.gepa_auto,
+                        gepa_max_metric_calls=args.gepa_max_metric_calls)
+    options = _default_options(args.method)
+
+    def fresh() -> dspy.Module:
+        return METHODS[args.method](budget=args.budget, **options)
+
+    params = {"name": name, "method": args.method, "optimizer": args.optimizer, "demos": args.demos,
+              "metric": args.metric, "dataset": args.dataset, "train_file": args.train, "dev_file": args.dev,
+              "n_train": len(train), "n_dev": len(dev), "seed": args.seed, "lm": lm.model, "decoding": decoding,
+              "temperature": args.temperature, "max_tokens": args.max_tokens, "H": args.budget,
+              "threads": args.threads, "optimizer_threads": 1, **options,
+              **settings.params(args.optimizer, args.demos)}
+    uri = tracking.setup(args.experiment)
+    run_id = track.start(f"compile {name} / {args.dataset} / {lm.model}", params)
+    t0 = time.perf_counter()
+    try:
+        before = _score("before", fresh(), lm, train, dev, args)
+        ledger, info, c0 = Ledger(), {}, time.perf_counter()
+        with recording(ledger):
+            compiled = compile_program(fresh(), args.optimizer, args.demos, [example_of(q) for q in train],
+                                       [example_of(q) for q in dev], settings, args.budget, ledger, info=info)
+        cost = track.log_ledger("compile", ledger, time.perf_counter() - c0)
+        track.log_demos(compiled)
+        track.log_info(info)
+        meta = {"name": name, "method": args.method, "options": options, "budget": args.budget,
+                "optimizer": args.optimizer, "demos": args.demos, "metric": args.metric, "lm": lm.model,
+                "decoding": decoding, "default_decoding": default_decoding, "train_file": Path(args.train).name,
+                "dev_file": Path(args.dev).name, "n_train": len(train), "compile_run_id": run_id,
+                "settings": settings.params(args.optimizer, args.demos)}
+        sha = save_program(compiled, path, meta)
+        track.log_program(str(path), sha)
+        loaded = fresh()
+        load_program(loaded, path, args.method, options)  # scored as eval.run --program will run it
+        after = _score("after", loaded, lm, train, dev, args)
+        track.log_wall_time(time.perf_counter() - t0)
+    except KeyboardInterrupt:
+        track.end("KILLED")
+        raise
+    except BaseException:
+        track.end("FAILED")
+        raise
+    track.end()
+    print(f"\ncompiled {args.method} with {args.optimizer} (demos: {args.demos}) -> {path}\n"
+          f"  {args.metric} on {len(dev)} dev questions: {before['dev']:.1f} before, {after['dev']:.1f} after; "
+          f"on {len(train)} training questions: {before['train']:.1f} -> {after['train']:.1f}\n"
+          f"  compile calls {cost['compile_calls']} ({', '.join(f'{r} {n}' for r, n in ledger.by_role().items())})\n"
+          f"MLflow run {run_id} in {uri}. Run it: python -m eval.run --method {args.method} --program {path}",
+          file=sys.stderr)
+    return {"run_id": run_id, "path": str(path), "sha256": sha, "program": compiled, "ledger": ledger,
+            "before": before, "after": after}
+
+
+def _score(phase: str, program: dspy.Module, lm, train, dev, args) -> dict[str, float]:
+    out = {}
+    for split, questions in (("train", train), ("dev", dev)):
+        records, metrics = evaluate(program, lm, questions, args.metric, args.threads)
+        track.log_scores(phase, split, metrics, records)
+        out[split] = metrics["score"]
+    return out
+
+
+def _default_options(method: str) -> dict:
+    """The method's options as eval.run resolves them with no option flags (what --program checks)."""
+    from eval.run import method_options, parse_args as run_args
+
+    return method_options(run_args(["--method", method]))
+
+
+def _needs_oracle(method: str) -> bool:
+    # Oracle-stopped Reflexion takes the gold answer's verdict at run time, which no optimizer passes.
+    return getattr(METHODS[method], "needs_oracle", False)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""Score a program on questions exactly as eval.run does (eval.execute.run_question per question,
+eval.summary.summarize over them), plus the compile's metric as one number."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import dspy
+
+from eval.compile.metric import combine
+from eval.execute import run_question
+from eval.schema import Question
+from eval.summary import summarize
+
+
+def evaluate(program: dspy.Module, lm: dspy.BaseLM, questions: list[Question], metric: str,
+             threads: int = 1) -> tuple[list[dict], dict[str, float]]:
+    """Per-question records (in question order) and their summary; `score` is the metric's mean × 100."""
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        records = list(pool.map(lambda q: run_question(program, lm, q), questions))
+    metrics = summarize(records)
+    metrics["score"] = 100 * sum(combine(r, metric) for r in records) / len(records)
+    metrics["wall_time_s"] = time.perf_counter() - t0
+    return records, metrics

@@ -1,0 +1,67 @@
+"""GEPA's metric: the project's score plus what went wrong in this question, as text.
+
+GEPA asks for feedback per predictor (`pred_name`); a turn predictor hears about its episode (the
+rejected turns with the cause and the explanation the agent itself was shown, list updates
+discarded, gold paragraphs left unread, whether it submitted), the final call about its answer
+and citations against the gold. Every part comes from the prediction the program returned and
+the question's gold; nothing is judged by a model.
+"""
+
+from __future__ import annotations
+
+import dspy
+
+from eval.compile.metric import Metric, combine, question_of
+
+MAX_REJECTIONS_SHOWN = 4  # keeps one example's feedback short in the reflection prompt
+
+
+class FeedbackMetric(Metric):
+    """`(gold, pred, trace, pred_name, pred_trace) -> dspy.Prediction(score, feedback)`, GEPA's protocol."""
+
+    def __call__(self, example, prediction, trace=None, pred_name=None, pred_trace=None):
+        scores = self.scores(example, prediction)
+        score = combine(scores, self.metric)
+        q = question_of(example)
+        lines = [f"Score {score:.2f} ({self.metric}). Answer F1 {scores['answer_f1']:.2f}: the answer was "
+                 f"{getattr(prediction, 'answer', '')!r}; the correct answer is {q.answer!r}."]
+        if pred_name is not None and pred_name.startswith("answer"):
+            lines += citation_feedback(q, prediction, scores)
+        else:
+            lines += episode_feedback(q, prediction)
+        return dspy.Prediction(score=score, feedback="\n".join(lines))
+
+
+def citation_feedback(q, prediction, scores: dict) -> list[str]:
+    cited = {tuple(c) for c in getattr(prediction, "citations", None) or []}
+    gold = set(q.supporting_facts)
+    lines = [f"Support F1 {scores['support_f1']:.2f}."]
+    if gold - cited:
+        lines.append("Gold supporting sentences not cited: " + ", ".join(f"{t} #{i}" for t, i in sorted(gold - cited)))
+    if cited - gold:
+        lines.append("Cited sentences that do not support the answer: "
+                     + ", ".join(f"{t} #{i}" for t, i in sorted(cited - gold)))
+    return lines
+
+
+def episode_feedback(q, prediction) -> list[str]:
+    episode = getattr(prediction, "episode", None)
+    if episode is None:
+        return []
+    lines = []
+    rejected = [t for t in episode.turns if not t.accepted]
+    for t in rejected[:MAX_REJECTIONS_SHOWN]:
+        lines.append(f"Turn {t.turn} was rejected ({t.rejection_cause}): {t.feedback}")
+    if len(rejected) > MAX_REJECTIONS_SHOWN:
+        lines.append(f"... and {len(rejected) - MAX_REJECTIONS_SHOWN} more rejected turns.")
+    updates = (getattr(prediction, "trajectory", None) or {}).get("list_updates") or {}
+    if updates.get("discarded"):
+        lines.append(f"{updates['discarded']} turn(s) had invalid list updates, so their actions did not run.")
+    unread = sorted(q.gold_titles - set(episode.evidence.titles))
+    if unread:
+        lines.append("Paragraphs needed for the answer that were never read: " + ", ".join(unread))
+    if episode.submitted is None:
+        lines.append(f"The agent never submitted; the episode ended at its turn limit ({episode.max_turns}).")
+    elif episode.turn < episode.max_turns:
+        lines.append(f"The agent submitted at turn {episode.turn} of {episode.max_turns}.")
+    return lines

@@ -1,0 +1,189 @@
+"""DSPy's own optimizers on a project program, and where its demonstrations come from.
+
+--optimizer: `labeled` (dspy.LabeledFewShot), `bootstrap` (dspy.BootstrapFewShot), `gepa`
+(dspy.GEPA, instructions) or `none`. --demos: `bootstrap`, the optimizer's own demos; `gold`, the
+gold episodes of eval/compile/gold_demos.py (no model call); `both`, gold first, then the
+optimizer's. GEPA rewrites instructions only: with gold demos they are installed first, so every
+candidate it scores carries them. MIPROv2 is not offered: it needs optuna, which is no dependency.
+
+The optimizer runs one question at a time (num_threads=1), in this thread: the ledger
+(eir_dspy.accounting) is a context variable and each call's entries are read off the LM's history,
+so a single thread keeps every call counted once, by role.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import dspy
+import orjson
+
+from eir_dspy.accounting import Ledger
+from eval.compile.feedback import FeedbackMetric
+from eval.compile.metric import Metric
+from eval.compile.reflection import reflection_lm
+
+OPTIMIZERS = ("labeled", "bootstrap", "gepa", "none")
+DEMOS = ("bootstrap", "gold", "both")
+GEPA_AUTO = ("light", "medium", "heavy")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every optimizer setting; the ones the chosen optimizer reads are logged as params."""
+
+    metric: str = "f1"
+    max_bootstrapped_demos: int = 4  # BootstrapFewShot's default
+    max_labeled_demos: int = 16  # DSPy's default; LabeledFewShot's k
+    metric_threshold: float = 1.0  # a bootstrapped trace is kept only when its question scores this
+    gold_episodes: int = 2  # training questions whose gold episode gives demos (every turn and the final)
+    gepa_auto: str = "light"
+    gepa_max_metric_calls: int | None = None  # replaces gepa_auto's budget when given
+    seed: int = 0  # GEPA's
+
+    def params(self, optimizer: str, demos: str) -> dict:
+        keep = {"labeled": ("max_labeled_demos",),
+                "bootstrap": ("max_bootstrapped_demos", "max_labeled_demos", "metric_threshold"),
+                "gepa": ("gepa_auto", "gepa_max_metric_calls", "seed"), "none": ()}[optimizer]
+        out = {k: v for k, v in asdict(self).items() if k in keep}
+        if demos != "bootstrap":
+            from eval.compile.gold_demos import GOLD_DEMO_PARAMS
+
+            out.update(gold_episodes=self.gold_episodes, **GOLD_DEMO_PARAMS)
+        return out
+
+
+def check_choice(optimizer: str, demos: str) -> None:
+    """Combinations that would name one condition twice, or throw work away."""
+    if optimizer == "none" and demos != "gold":
+        raise ValueError("--optimizer none makes no demos of its own: use it with --demos gold")
+    if optimizer in ("labeled", "bootstrap") and demos == "gold":
+        raise ValueError(f"--demos gold would discard every demo --optimizer {optimizer} makes: use --demos both, "
+                         "or --optimizer none for gold demos alone")
+    if optimizer == "gepa" and demos == "both":
+        raise ValueError("GEPA makes no demos, so --demos both is --demos gold")
+
+
+def default_name(optimizer: str, demos: str) -> str:
+    return "-".join(p for p in (None if optimizer == "none" else optimizer, None if demos == "bootstrap" else "gold") if p)
+
+
+def compile_program(student: dspy.Module, optimizer: str, demos: str, trainset: list, valset: list,
+                    settings: Settings, budget: int, ledger: Ledger, reflection: dspy.BaseLM | None = None,
+                    info: dict | None = None) -> dspy.Module:
+    """The compiled program: demos per predictor, trimmed to its signature's fields, in the form a
+    saved file loads back (so the prompts before saving and after loading are the same). `info`
+    receives what the run should log (gold questions skipped, GEPA's metric-call budget)."""
+    check_choice(optimizer, demos)
+    info = {} if info is None else info
+    gold = _gold(trainset, budget, settings.gold_episodes, info) if demos != "bootstrap" else {}
+    metric = _OneQuestionHistory(Metric(settings.metric))
+    if optimizer == "gepa":
+        student = _with_demos(student.deepcopy(), gold, [])
+        feedback = _OneQuestionHistory(FeedbackMetric(settings.metric))
+        budget_kw = ({"max_metric_calls": settings.gepa_max_metric_calls} if settings.gepa_max_metric_calls
+                     else {"auto": settings.gepa_auto})
+        gepa = dspy.GEPA(metric=feedback, reflection_lm=reflection_lm(reflection or dspy.settings.lm, ledger),
+                         num_threads=1, component_selector=UsedRoundRobin(student), seed=settings.seed,
+                         **budget_kw)
+        compiled = gepa.compile(student, trainset=trainset, valset=valset)
+        info["gepa_max_metric_calls"] = gepa.max_metric_calls
+    elif optimizer == "labeled":
+        compiled = dspy.LabeledFewShot(k=settings.max_labeled_demos).compile(student, trainset=trainset)
+    elif optimizer == "bootstrap":
+        compiled = dspy.BootstrapFewShot(
+            metric=metric, metric_threshold=settings.metric_threshold,
+            max_bootstrapped_demos=settings.max_bootstrapped_demos, max_labeled_demos=settings.max_labeled_demos,
+        ).compile(student, trainset=trainset)
+    else:
+        compiled = student.reset_copy()
+    if optimizer != "gepa":
+        compiled = _with_demos(compiled, gold, None)
+    return as_loaded(trim_demos(compiled))
+
+
+def _with_demos(program: dspy.Module, gold: dict, own: list | None) -> dspy.Module:
+    """Gold demos first, then the predictor's own (`own=None`) or none (`own=[]`)."""
+    for name, predictor in program.named_predictors():
+        predictor.demos = list(gold.get(name, [])) + list(predictor.demos if own is None else own)
+    return program
+
+
+def _gold(trainset: list, budget: int, episodes: int, info: dict) -> dict[str, list]:
+    """Gold demos of the first `episodes` training questions that give one (all their turns and the final)."""
+    from eval.compile.gold_demos import gold_demos  # written beside this file; imported only when asked for
+
+    out: dict[str, list] = {}
+    taken, skipped = 0, 0
+    for example in trainset:
+        if taken == episodes:
+            break
+        demos = gold_demos([example], budget=budget)
+        if not any(demos.values()):
+            skipped += 1
+            continue
+        taken += 1
+        for name, items in demos.items():
+            out.setdefault(name, []).extend(items)
+    if taken < episodes:
+        raise ValueError(f"only {taken} of the {len(trainset)} training questions give a gold episode; "
+                         f"--gold-episodes {episodes} needs more")
+    info.update(gold_questions=taken, gold_questions_skipped=skipped)
+    return out
+
+
+def trim_demos(program: dspy.Module) -> dspy.Module:
+    """Each demo keeps only its predictor's fields (and DSPy's `augmented` mark); a demo with no input
+    or no output field is dropped, as the adapter would drop it. A labeled example's paragraphs and
+    gold labels never reach a prompt, so they stay out of the file too."""
+    for _, predictor in program.named_predictors():
+        fields, inputs, outputs = (predictor.signature.fields, predictor.signature.input_fields,
+                                   predictor.signature.output_fields)
+        kept = []
+        for demo in predictor.demos:
+            keys = set(demo.keys())
+            if keys & set(inputs) and keys & set(outputs):
+                kept.append(dspy.Example({k: demo[k] for k in demo.keys() if k in fields or k == "augmented"}))
+        predictor.demos = kept
+    return program
+
+
+def as_loaded(program: dspy.Module) -> dspy.Module:
+    """The program as `program.save` + `program.load` give it back (demos as JSON values)."""
+    program.load_state(orjson.loads(orjson.dumps(program.dump_state())))
+    return program
+
+
+class _OneQuestionHistory:
+    """The metric, then a cleared LM history. Every program call is read off the LM's history
+    (eir_dspy.accounting.lm_call slices it), and DSPy caps a history at 10,000 entries: a long
+    compile on one LM would pass the cap and stop being counted. The metric runs once a question is
+    done, when no call is in flight (one thread)."""
+
+    def __init__(self, metric) -> None:
+        self.metric = metric
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self.metric(*args, **kwargs)
+        finally:
+            if dspy.settings.lm is not None:
+                dspy.settings.lm.history.clear()
+
+
+class UsedRoundRobin:
+    """GEPA's round-robin over predictors, skipping those the program never called (in the pool,
+    EIR's search_turn): a predictor with no trace has no reflective examples, so its turn would
+    be a wasted iteration."""
+
+    def __init__(self, student: dspy.Module) -> None:
+        # A predictor is known by its fields: GEPA's candidates change instructions (and class names), never fields.
+        self.signatures = {name: tuple(p.signature.fields) for name, p in student.named_predictors()}
+        self.next: dict[int, int] = {}
+
+    def __call__(self, state, trajectories, subsample_scores, candidate_idx, candidate) -> list[str]:
+        called = {tuple(step[0].signature.fields) for t in trajectories or [] for step in t.get("trace", [])}
+        names = [n for n in candidate if self.signatures.get(n) in called] or list(candidate)
+        i = self.next.get(candidate_idx, 0)
+        self.next[candidate_idx] = i + 1
+        return [names[i % len(names)]]
