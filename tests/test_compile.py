@@ -25,6 +25,7 @@ from eval.data import load_questions
 from eval.grid.spec import GridError, load_grid
 from eval.logged_runs import select_runs
 from eval.metrics import score_question
+from tests.test_runner import write_data
 from programs import EIR
 from tests.scripted import field, final, scripted_lm, turn
 
@@ -38,15 +39,7 @@ NEW_INSTRUCTION = "Answer with the gold answer."  # what the scripted reflection
 
 
 def write_questions(path: Path, items) -> Path:
-    with open(path, "w") as f:
-        for qid, question, answer in items:
-            f.write(json.dumps({
-                "id": qid, "question": question, "answer": answer, "type": "bridge", "level": "hard",
-                "supporting_facts": {"title": [f"{qid} gold"], "sent_id": [0]},
-                "context": {"title": [f"{qid} distractor", f"{qid} gold"],
-                            "sentences": [["Nothing here."], [f"The answer is {answer}."]]},
-            }) + "\n")
-    return path
+    return write_data(path, items)  # the runner tests' records
 
 
 def reply(prompt: str):

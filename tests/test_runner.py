@@ -16,15 +16,17 @@ QUESTIONS = [
 ]
 
 
-def write_data(path):
+def write_data(path, items=QUESTIONS):
+    """HotpotQA-shaped records, one gold and one distractor paragraph each; returns the path."""
     with open(path, "w") as f:
-        for qid, question, answer in QUESTIONS:
+        for qid, question, answer in items:
             f.write(json.dumps({
                 "id": qid, "question": question, "answer": answer, "type": "bridge", "level": "hard",
                 "supporting_facts": {"title": [f"{qid} gold"], "sent_id": [0]},
                 "context": {"title": [f"{qid} distractor", f"{qid} gold"],
                             "sentences": [["Nothing here."], [f"The answer is {answer}."]]},
             }) + "\n")
+    return path
 
 
 def reply(prompt, interrupt_on=None):
