@@ -187,6 +187,29 @@ def test_gold_and_both_put_gold_episodes_first(work, monkeypatch):
         work.compile("--optimizer", "bootstrap", "--demos", "gold")
 
 
+def test_a_model_free_compile_with_score_none_starts_no_engine(work, monkeypatch):
+    def no_engine(spec):
+        raise AssertionError("a compile that calls no model must not start the engine")
+
+    monkeypatch.setattr(compile_lm, "build_lm", no_engine)
+    out = work.compile("--optimizer", "labeled", "--score", "none")
+    assert out["before"] == {} and out["after"] == {}
+    run = mlflow.get_run(out["run_id"])
+    assert run.data.params["score"] == "none" and run.data.params["lm"] == "local/qwen2.5-coder-1.5b"
+    assert not [k for k in run.data.metrics if k.startswith(("before_", "after_"))]
+    assert json.loads(Path(out["path"]).read_text())["metadata"]["eir"]["decoding"] == "schema"
+    with pytest.raises(AssertionError, match="must not start"):  # bootstrap calls the model: it needs one
+        work.compile("--optimizer", "bootstrap", "--score", "none", "--name", "b2")
+
+
+def test_score_dev_scores_only_the_dev_questions(work):
+    out = work.compile("--optimizer", "labeled", "--score", "dev")
+    assert set(out["before"]) == set(out["after"]) == {"dev"}
+    metrics = mlflow.get_run(out["run_id"]).data.metrics
+    assert "before_dev_score" in metrics and "after_dev_score" in metrics
+    assert not [k for k in metrics if "_train_" in k]
+
+
 # ---------------------------------------------------------------- the metric
 
 

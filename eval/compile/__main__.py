@@ -2,8 +2,11 @@
 
 One MLflow run (tag eir.kind=compile) holds the optimizer and its settings (params), the score on
 the training and dev questions before and after (the program scored after is the one loaded back
-from the saved file), the compile's own calls by role, tokens, cost and time, and the program file
-(artifact; its path and sha256 as params). `python -m eval.run --program FILE` runs the file.
+from the saved file; `--score` chooses the splits, `none` skips it), the compile's own calls by
+role, tokens, cost and time, and the program file (artifact; its path and sha256 as params).
+`python -m eval.run --program FILE` runs the file. A compile that needs no model (`--optimizer
+none` or `labeled` with `--score none`) starts no engine, so it can be made while another job
+holds the embedded model.
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ from eval.compile.splits import SplitError, load_splits
 from eval.data import DATASETS
 from programs import METHODS
 
+SCORES = ("train+dev", "dev", "none")
+MODEL_FREE = ("none", "labeled")  # optimizers that make their demos without calling the model
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m eval.compile", description=__doc__.splitlines()[0])
@@ -48,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of both question samples, as eval.run --seed")
     p.add_argument("--metric", default="f1", choices=METRICS,
                    help="f1: answer F1; f1+support: the mean of answer F1 and support F1")
+    p.add_argument("--score", default="train+dev", choices=SCORES,
+                   help="splits scored before and after compiling (default train+dev); none: score with "
+                        "eval.run runs of the zero-shot and the compiled program instead (paired in eval.compare)")
     p.add_argument("--budget", type=_positive, default=6, help="H: paragraph reads per question")
     p.add_argument("--max-bootstrapped-demos", type=int, default=Settings.max_bootstrapped_demos)
     p.add_argument("--max-labeled-demos", type=int, default=Settings.max_labeled_demos,
@@ -82,7 +91,8 @@ def main(argv: list[str] | None = None) -> dict:
         train, dev = load_splits(args.dataset, args.train, args.dev, args.n_train, args.n_dev, args.seed)
     except (ValueError, SplitError) as exc:
         raise SystemExit(f"error: {exc}") from None
-    lm, decoding, default_decoding = lm_from_args(args)
+    needs_model = args.score != "none" or args.optimizer not in MODEL_FREE
+    lm, lm_name, decoding, default_decoding = lm_from_args(args, start=needs_model)
     dspy.configure(lm=lm, adapter=DecodingAdapter(decoding))
     settings = Settings(metric=args.metric, max_bootstrapped_demos=args.max_bootstrapped_demos,
                         max_labeled_demos=args.max_labeled_demos, metric_threshold=args.metric_threshold,
@@ -95,12 +105,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     params = {"name": name, "method": args.method, "optimizer": args.optimizer, "demos": args.demos,
               "metric": args.metric, "dataset": args.dataset, "train_file": args.train, "dev_file": args.dev,
-              "n_train": len(train), "n_dev": len(dev), "seed": args.seed, "lm": lm.model, "decoding": decoding,
+              "n_train": len(train), "n_dev": len(dev), "seed": args.seed, "lm": lm_name, "decoding": decoding, "score": args.score,
               "temperature": args.temperature, "max_tokens": args.max_tokens, "H": args.budget,
               "threads": args.threads, "optimizer_threads": 1, **options,
               **settings.params(args.optimizer, args.demos)}
     uri = tracking.setup(args.experiment)
-    run_id = track.start(f"compile {name} / {args.dataset} / {lm.model}", params)
+    run_id = track.start(f"compile {name} / {args.dataset} / {lm_name}", params)
     t0 = time.perf_counter()
     try:
         before = _score("before", fresh(), lm, train, dev, args)
@@ -112,7 +122,7 @@ def main(argv: list[str] | None = None) -> dict:
         track.log_demos(compiled)
         track.log_info(info)
         meta = {"name": name, "method": args.method, "options": options, "budget": args.budget,
-                "optimizer": args.optimizer, "demos": args.demos, "metric": args.metric, "lm": lm.model,
+                "optimizer": args.optimizer, "demos": args.demos, "metric": args.metric, "lm": lm_name,
                 "decoding": decoding, "default_decoding": default_decoding, "train_file": Path(args.train).name,
                 "dev_file": Path(args.dev).name, "n_train": len(train), "compile_run_id": run_id,
                 "settings": settings.params(args.optimizer, args.demos)}
@@ -130,9 +140,9 @@ def main(argv: list[str] | None = None) -> dict:
         raise
     track.end()
     print(f"\ncompiled {args.method} with {args.optimizer} (demos: {args.demos}) -> {path}\n"
-          f"  {args.metric} on {len(dev)} dev questions: {before['dev']:.1f} before, {after['dev']:.1f} after; "
-          f"on {len(train)} training questions: {before['train']:.1f} -> {after['train']:.1f}\n"
-          f"  compile calls {cost['compile_calls']} ({', '.join(f'{r} {n}' for r, n in ledger.by_role().items())})\n"
+          + "".join(f"  {args.metric} on {len(qs)} {split} questions: {before[split]:.1f} before, "
+                    f"{after[split]:.1f} after\n" for split, qs in (("dev", dev), ("train", train)) if split in before)
+          + f"  compile calls {cost['compile_calls']} ({', '.join(f'{r} {n}' for r, n in ledger.by_role().items())})\n"
           f"MLflow run {run_id} in {uri}. Run it: python -m eval.run --method {args.method} --program {path}",
           file=sys.stderr)
     return {"run_id": run_id, "path": str(path), "sha256": sha, "program": compiled, "ledger": ledger,
@@ -142,6 +152,8 @@ def main(argv: list[str] | None = None) -> dict:
 def _score(phase: str, program: dspy.Module, lm, train, dev, args) -> dict[str, float]:
     out = {}
     for split, questions in (("train", train), ("dev", dev)):
+        if split not in args.score.split("+"):
+            continue
         records, metrics = evaluate(program, lm, questions, args.metric, args.threads)
         track.log_scores(phase, split, metrics, records)
         out[split] = metrics["score"]

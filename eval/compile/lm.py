@@ -32,18 +32,22 @@ def add_lm_flags(p: argparse.ArgumentParser) -> None:
                         "embedded server, else 1); the optimizer itself runs one question at a time")
 
 
-def lm_from_args(args: argparse.Namespace) -> tuple[dspy.BaseLM, str, bool]:
-    """(the LM, its decoding mode, whether that is the LM's default); sets args.threads. Exits on a bad LM."""
+def lm_from_args(args: argparse.Namespace, start: bool = True) -> tuple[dspy.BaseLM | None, str, str, bool]:
+    """(the LM, its logged name, its decoding mode, whether that is the LM's default); sets
+    args.threads. Exits on a bad LM. With start=False (a compile that calls no model) the embedded
+    engine is not started and the LM is None: only its name and decoding go into the program file."""
     spec = LMSpec(args.lm, args.lm_path, args.api_base, args.temperature, args.max_tokens,
                   request_timeout=args.request_timeout, price_in=args.price_in, price_out=args.price_out)
     spec = replace(spec, decoding=args.decoding or (LOCAL_DEFAULT if spec.is_local else None))
     if args.threads is None:
         args.threads = EMBEDDED_THREADS if spec.is_local and args.engine == "server" else 1
     spec = replace(spec, engine=args.engine, slots=args.threads, server_args=tuple(shlex.split(args.server_args)))
+    if not start and spec.is_local:
+        return None, spec.name, spec.decoding, spec.decoding == LOCAL_DEFAULT
     try:
         lm = build_lm(spec)
     except (FileNotFoundError, ModelFetchError, ValueError, EngineBusy, EngineError) as exc:
         raise SystemExit(f"error: {exc}") from None
     default = default_decoding(lm, spec.is_local)
     decoding = spec.decoding or default
-    return lm, decoding, decoding == default
+    return (lm if start else None), lm.model, decoding, decoding == default
