@@ -26,7 +26,7 @@ from eir_dspy.lm.embedded_server import EMBEDDED_THREADS, EngineError, stop_shar
 from eir_dspy.lm.engine_lock import EngineBusy
 from eir_dspy.lm.spec import ENGINES
 from eir_dspy.lm.local_models import DEFAULT_MODEL, ModelFetchError
-from eval import tracking
+from eval import provenance, traces, tracking
 from eval.data import DATASETS, DataError, load_questions, resolve_data_file
 from eval.compile.program_file import ProgramFileError, check_fits, load_program, program_config, read_meta, sha256
 from eval.corpus import BUILD_FULL_INDEX, FULL, corpus_name, default_index_dir
@@ -66,11 +66,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--decoding", default=None, choices=DECODINGS,
                    help="strict: per-call grammars (enums of real titles, caps); schema: the signature's JSON schema "
                         "only; free: no grammar, JSON by prompt (default: schema for the embedded model; for an API "
-                        "model schema where it takes one, else free). README: Decoding")
+                        "model schema where it takes one, else free). docs/lm.md: Decoding")
     p.add_argument("--budget", type=_positive, default=6, help="H: paragraph reads per question")
     p.add_argument("--ablation", default=None, choices=ABLATIONS,
                    help="eir: no-list-feedback (the lists are kept but never shown again, E.2); repair / "
-                        "repair-unapplied (dependency repair with its changes applied / discarded, E.3). README: Ablations")
+                        "repair-unapplied (dependency repair with its changes applied / discarded, E.3). docs/methods.md: Ablations")
     p.add_argument("--verifier-temperature", type=float, default=None,
                    help="ssr: temperature of the verifier votes (default 0.7 in the pool, 0.0 in the corpus)")
     p.add_argument("--votes", type=_positive, default=3, help="ssr: verifier judgments per step")
@@ -80,7 +80,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         f"(default {DEFAULT_REQUEST_TIMEOUT:g}); the embedded model has none")
     p.add_argument("--threads", type=_positive, default=None,
                    help=f"questions in flight; the embedded model decodes them together in one batch (default "
-                        f"{EMBEDDED_THREADS} for the embedded model, by measurement: README, Throughput; else 1)")
+                        f"{EMBEDDED_THREADS} for the embedded model, by measurement: docs/lm.md, Throughput; else 1)")
     p.add_argument("--server-args", default="", metavar="FLAGS",
                    help="the embedded server: more llama-server flags, e.g. '--spec-type ngram-simple' (logged)")
     p.add_argument("--engine", default="server", choices=ENGINES,
@@ -92,7 +92,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--experiment", default="eir-dspy")
     p.add_argument("--out", default="runs", help="where per-question results are written as they finish")
     p.add_argument("--resume", metavar="RUN_ID", default=None, help="continue a killed run")
-    p.add_argument("--trace", action="store_true", help="log DSPy traces with mlflow.dspy.autolog()")
+    p.add_argument("--trace", action="store_true",
+                   help="one MLflow trace per question (DSPy's calls nested by mlflow.dspy.autolog), tagged with "
+                        "the run and question ids and scored: answer_f1, answer_em, support_f1 as feedback")
     return p.parse_args(argv)
 
 
@@ -232,8 +234,7 @@ def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
         config["default_decoding"] = config["decoding"]
     config["n"] = len(questions)
     dspy.configure(lm=lm, adapter=DecodingAdapter(config["decoding"]))
-    if args.trace:
-        mlflow.dspy.autolog()
+    traces.use_autolog(args.trace)  # off for a run that did not ask, whatever an earlier run in this process did
     program = METHODS[config["method"]](budget=config["budget"], **config.get("options", {}))
     if config.get("program"):
         load_compiled(program, config)
@@ -242,14 +243,19 @@ def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
     run_id = tracking.start_run(config, resume_id, args.out, tags)  # eval.grid finds its cells by these tags
     results = ResultsFile(Path(mlflow.get_run(run_id).data.tags[tracking.RESULTS_TAG]))
     try:
+        provenance.log_provenance(program, questions, config)
         records, metrics = run_questions(program, lm, questions, corpus, config, run_id, results,
-                                         resume_command(run_id, args))
+                                         resume_command(run_id, args), trace=args.trace)
     except KeyboardInterrupt:  # Ctrl-C outside the question loop (e.g. while logging the results)
         tracking.end_run_if_active("KILLED")
         raise
     except BaseException:
         tracking.end_run_if_active("FAILED")  # a crash; an interrupt or a failing run ended its run already
         raise
+    finally:
+        if args.trace:  # autolog is process-wide: the next run in this process (an eval.grid cell) starts untraced
+            traces.flush()
+            traces.use_autolog(False)
     print()
     print(format_table(metrics, f"{config['label']}/{config['dataset']}"))
     for name in sorted(records[0].get("variants") or {}):
@@ -269,9 +275,10 @@ def resume_command(run_id: str, args: argparse.Namespace) -> str:
 
 
 def run_questions(program, lm, questions, corpus, config: dict, run_id: str, results: ResultsFile,
-                  resume: str) -> tuple[list[dict], dict]:
+                  resume: str, *, trace: bool = False) -> tuple[list[dict], dict]:
     """Run every question not yet done (or that failed with an error), keeping each record as it
-    finishes; then score the run. Ends the MLflow run: FINISHED, KILLED (Ctrl-C) or FAILED."""
+    finishes; then score the run. Ends the MLflow run: FINISHED, KILLED (Ctrl-C) or FAILED.
+    `trace`: each question in its own scored MLflow trace (eval.traces)."""
     done = results.load()
     todo = [q for q in questions if q.id not in done or done[q.id].get("error") is not None]
     part_started = time.time()
@@ -281,6 +288,8 @@ def run_questions(program, lm, questions, corpus, config: dict, run_id: str, res
         record.update(part_started_at=part_started, finished_at=time.time())
         return record
 
+    if trace:
+        run_one = traces.traced(run_one, run_id)
     label = tracking.run_name(config)
     with tqdm(total=len(questions), initial=len(questions) - len(todo), desc=label) as bar:
         def keep(record: dict) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,9 @@ ANALYSIS_KIND = "analysis"  # an eval.analyze run over recorded runs
 COMPILE_KIND = "compile"  # an eval.compile run: it makes a program file, not per-question results
 ANALYSIS_TAG = "eir.analysis"  # its analysis's name
 SOURCE_RUNS_TAG = "eir.source_runs"  # the JSON list of the run ids an analysis read
+
+# The system metrics monitor says four INFO lines per run (GPU skipped, started, stopping, stopped).
+logging.getLogger("mlflow.system_metrics").setLevel(logging.WARNING)
 
 TABLE_COLUMNS = ["id", "question", "gold", "prediction", "answer_f1", "em", "support_f1", "sp_em", "joint_em",
                  "joint_f1", "citations_outside_evidence", "calls",
@@ -146,13 +150,16 @@ def saved_config(run_id: str) -> dict:
 
 def start_run(config: dict, resume_id: str | None, out_root: str, tags: dict | None = None) -> str:
     """Start (or reopen, to resume) a method run; it stays active until `end_run_if_active`.
-    `tags` are set as the run is created, so a run killed at once is still found by them."""
+    `tags` are set as the run is created, so a run killed at once is still found by them.
+    System metrics (CPU, memory, disk, network: `system/*`) are sampled every 10 s (MLflow's default;
+    $MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL sets another) by a thread that `mlflow.end_run` stops
+    and joins, and that exits by itself once the run is no longer RUNNING (a second Ctrl-C)."""
     if resume_id:
-        mlflow.start_run(run_id=resume_id)
+        mlflow.start_run(run_id=resume_id, log_system_metrics=True)
         if FAILURE_TAG in mlflow.get_run(resume_id).data.tags:
             mlflow.delete_tag(FAILURE_TAG)  # a new attempt; it is tagged again if it fails again
         return resume_id
-    run = mlflow.start_run(run_name=run_name(config), tags=tags)
+    run = mlflow.start_run(run_name=run_name(config), tags=tags, log_system_metrics=True)
     log_config(config)
     mlflow.set_tag(RESULTS_TAG, str(Path(out_root) / run.info.run_id / "results.jsonl"))
     return run.info.run_id

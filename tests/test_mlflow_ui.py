@@ -1,5 +1,6 @@
-"""The MLflow UI as a user sees it: `mlflow server` on loopback over a store with two small runs,
-loaded in headless Chromium (Debian's, driven by Playwright). Screenshots go to test-artifacts/."""
+"""The MLflow UI as a user sees it: `mlflow server` on loopback over a store with small runs (two
+method runs; a --trace run), loaded in headless Chromium (Debian's, driven by Playwright).
+Screenshots go to test-artifacts/."""
 
 import shutil
 import socket
@@ -7,13 +8,15 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import mlflow
 import pytest
 
 import eval.run as run_module
-from tests.test_runner import ARGS, direct_reply, reply, use_lm, workdir  # noqa: F401  (workdir is a fixture)
+from tests.test_runner import ARGS, direct_reply, reply, use_lm
+from tests.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -35,6 +38,22 @@ def ui(workdir, monkeypatch):
     eir = run_module.main(ARGS)
     use_lm(monkeypatch, direct_reply)
     direct = run_module.main(ARGS + ["--method", "direct"])
+    with mlflow_server(workdir) as base:
+        yield base, mlflow.get_run(eir["run_id"]), mlflow.get_run(direct["run_id"])
+
+
+@pytest.fixture
+def traced_ui(workdir, monkeypatch):
+    """A --trace run of 3 questions (EIR on a scripted LM) served by `mlflow server`."""
+    use_lm(monkeypatch, reply)
+    out = run_module.main(ARGS + ["--trace"])
+    with mlflow_server(workdir) as base:
+        yield base, mlflow.get_run(out["run_id"]), out["records"]
+
+
+@contextmanager
+def mlflow_server(workdir):
+    """`mlflow server` on loopback over the test's store; yields its base URL once it answers."""
     port = free_port()
     log = open(workdir / "mlflow_server.log", "w")
     server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
@@ -51,7 +70,7 @@ def ui(workdir, monkeypatch):
                 if server.poll() is not None or time.time() > deadline:
                     raise RuntimeError(f"mlflow server did not come up: {(workdir / 'mlflow_server.log').read_text()[-2000:]}")
                 time.sleep(0.5)
-        yield base, mlflow.get_run(eir["run_id"]), mlflow.get_run(direct["run_id"])
+        yield base
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -87,3 +106,41 @@ def test_both_runs_are_listed_and_their_metrics_line_up_in_compare(ui):
         assert run.info.run_name in text
         assert f"{run.data.metrics['answer_f1']:.2f}"[:4] in text
     assert eir.data.metrics["calls_per_question"] != direct.data.metrics["calls_per_question"]
+
+
+def test_a_traced_run_shows_one_trace_per_question_with_its_three_scores(traced_ui):
+    from playwright.sync_api import sync_playwright
+
+    from eval.traces import FEEDBACK
+
+    base, run, records = traced_ui
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} not found: scripts/setup.sh installs Debian's chromium (apt-get, as root)")
+    ARTIFACTS.mkdir(exist_ok=True)
+    experiment = run.info.experiment_id
+    found = mlflow.search_traces(locations=[experiment], run_id=run.info.run_id, return_type="list")
+    assert len(found) == 3  # what the page should list
+    listed, detail = ARTIFACTS / "mlflow_ui_traces.png", ARTIFACTS / "mlflow_ui_trace.png"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.goto(f"{base}/#/experiments/{experiment}/traces")
+        for record in records:  # eval.traces leads each request preview with the question id
+            page.get_by_text(f"[{record['id']}]").first.wait_for(timeout=60_000)
+        for name in FEEDBACK:  # one column per assessment
+            page.get_by_text(name).first.wait_for(timeout=60_000)
+        text = page.inner_text("body")
+        page.screenshot(path=str(listed), full_page=True)
+
+        q1 = next(t for t in found if t.info.tags["eir.question_id"] == "q1")
+        page.goto(f"{base}/#/experiments/{experiment}/traces/{q1.info.trace_id}")
+        page.get_by_text("expected_response").first.wait_for(timeout=60_000)  # the gold answer, an expectation
+        trace_text = page.inner_text("body")
+        page.screenshot(path=str(detail), full_page=True)
+        browser.close()
+    print(f"screenshots: {listed} {detail}")
+    for record in records:
+        assert f"[{record['id']}] {record['question']}" in text
+    for name in FEEDBACK:
+        assert name in text and name in trace_text
+    assert "q1" in trace_text and "Lena Osk" in trace_text  # its question id and gold answer

@@ -1,5 +1,6 @@
-"""README's "From Python" block runs as written, on the scripted LM and a scripted data file: the
-objects it names exist, the calls it makes work, and what it prints holds the values it promises."""
+"""The "From Python" block (docs/python.md, linked from the README) runs as written, on the scripted
+LM and a scripted data file: the objects it names exist, the calls it makes work, and what it prints
+holds the values it promises."""
 
 import re
 from pathlib import Path
@@ -11,12 +12,12 @@ import eval.run as run_module
 from tests.scripted import scripted_lm
 from tests.test_runner import QUESTIONS, reply, write_data
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+FROM_PYTHON = Path(__file__).resolve().parents[1] / "docs" / "python.md"
 DATA = "../shared/data/raw/hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl"
 
 
 def from_python_block() -> str:
-    section = README.read_text().split("## From Python", 1)[1].split("\n## ", 1)[0]
+    section = FROM_PYTHON.read_text().split("# From Python", 1)[1].split("\n## ", 1)[0]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
@@ -31,7 +32,7 @@ def test_the_from_python_block_runs_and_its_records_are_scored(tmp_path, monkeyp
     monkeypatch.setattr(run_module, "build_lm", lambda spec: scripted_lm(reply))  # eval.run's
     data = write_data(tmp_path / "dev.jsonl")
     namespace: dict = {}
-    exec(from_python_block().replace(DATA, str(data)), namespace)  # noqa: S102 - the README's own code
+    exec(from_python_block().replace(DATA, str(data)), namespace)  # noqa: S102 - the documentation's own code
 
     q, prediction, record, out = (namespace[k] for k in ("q", "prediction", "record", "out"))
     assert q.question in {question for _, question, _ in QUESTIONS}

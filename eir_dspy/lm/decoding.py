@@ -26,7 +26,7 @@ from dspy.utils.exceptions import AdapterParseError
 from eir_dspy.acceptance import JSON_ONLY, current_acceptance, json_only_problem
 
 DECODINGS = ("strict", "schema", "free")
-# The embedded model's default, chosen by measurement (README, "Decoding"): the most faithful
+# The embedded model's default, chosen by measurement (docs/lm.md, "Decoding"): the most faithful
 # mode that still gives usable behaviour.
 LOCAL_DEFAULT = "schema"
 
@@ -53,7 +53,18 @@ class DecodingAdapter(dspy.JSONAdapter):
             raise RefusedOutput(type(self).__name__, signature, completion, *problem)
         return super().parse(signature, completion)
 
-    def _prepare_response_format(self, lm, lm_kwargs, signature):
+    # JSONAdapter's __call__/acall choose a response_format from the LM's capabilities, then run
+    # ChatAdapter's; here the decoding mode chooses it instead (DSPy's own choice is skipped).
+    def __call__(self, lm, lm_kwargs, signature, demos, inputs):
+        self.choose_response_format(lm_kwargs, signature)
+        return dspy.ChatAdapter.__call__(self, lm, lm_kwargs, signature, demos, inputs)
+
+    async def acall(self, lm, lm_kwargs, signature, demos, inputs):
+        self.choose_response_format(lm_kwargs, signature)
+        return await dspy.ChatAdapter.acall(self, lm, lm_kwargs, signature, demos, inputs)
+
+    def choose_response_format(self, lm_kwargs: dict, signature) -> None:
+        """Set (or drop) this call's response_format in `lm_kwargs` for the decoding mode."""
         if self.decoding == "free":
             lm_kwargs.pop("response_format", None)
             return

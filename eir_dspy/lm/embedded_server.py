@@ -35,7 +35,7 @@ from eir_dspy.lm.engine_lock import EngineLock
 from eir_dspy.lm.local_models import cache_dir
 
 # Questions in flight (one server slot each) when --threads is not given, by measurement
-# (README, Throughput): on 2 cores, 8 questions decoded together ran EIR 3% faster than one at a
+# (docs/lm.md, Throughput): on 2 cores, 8 questions decoded together ran EIR 3% faster than one at a
 # time (153 against 159 s a question) at 4x the latency, and batched arithmetic changed 1 answer
 # of 5, so a run's answers would depend on which questions shared a batch. One at a time keeps
 # every run reproducible; raise --threads on a machine with more cores.
@@ -60,7 +60,7 @@ class ServerConfig:
     n_ctx: int = 8192  # tokens of context per slot
     threads: int = 0  # CPU threads; 0: $EIR_LLAMA_THREADS, else every core
     cache_ram_mib: int = 4096  # prompt states kept in RAM across slots and roles
-    extra_args: tuple[str, ...] = field(default=())  # e.g. speculative decoding (README, Throughput)
+    extra_args: tuple[str, ...] = field(default=())  # e.g. speculative decoding (docs/lm.md, Throughput)
 
     def argv(self, binary: str, port: int) -> list[str]:
         threads = str(self.threads or int(os.environ.get("EIR_LLAMA_THREADS") or 0) or os.cpu_count() or 1)

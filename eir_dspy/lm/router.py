@@ -7,13 +7,14 @@ down so later requests avoid it. The questions of a dead endpoint therefore fini
 
 from __future__ import annotations
 
-from dspy.clients.engines.litellm_engine import LiteLLMEngine
 from dspy.clients.engines.litellm_errors import litellm_errors
+
+from eir_dspy.lm.typed_engine import TypedLiteLLMEngine
 
 GROUP = "eir-endpoints"  # the Router's name for the one model all endpoints serve
 
 
-class RouterEngine(LiteLLMEngine):
+class RouterEngine(TypedLiteLLMEngine):
     """A DSPy engine whose every request is routed over `api_bases` by a LiteLLM Router."""
 
     def __init__(self, model: str, api_bases: list[str], *, max_tokens: int, timeout: float, num_retries: int) -> None:
@@ -40,33 +41,14 @@ class RouterEngine(LiteLLMEngine):
             num_retries=num_retries, allowed_fails=0, cooldown_time=30, retry_after=0,
         )
 
-    def complete_legacy(self, lm, request, **context):
-        """DSPy's path for LiteLLM engines: an OpenAI-shaped request dict, sent through the Router."""
-        from dspy.clients.call_result import CallResult
-
-        sent = {k: v for k, v in request.items() if k not in ("num_retries", "cache")}
-        sent["model"] = GROUP
-        from dspy.clients.call_context import completed_legacy
-
-        with litellm_errors(model=lm.model):
-            raw = self.router.completion(**sent)
-        completed_legacy(raw)
-        lm._check_truncation(raw)
-        return CallResult.legacy(lm, raw, kwargs=request)
-
     def complete(self, request):
-        data = self._arguments(request)
+        data = self._arguments(request)  # LiteLLMEngine's typed request, as LiteLLM takes it
         data.pop("num_retries", None)  # the Router's own retries, over endpoints
-        data.pop("cache", None)
+        data.pop("cache", None)  # DSPy's cache sits above the engine; LiteLLM's is never used
         data["model"] = GROUP
         with litellm_errors(model=request.model):
             raw = self.router.completion(**data)
         return self._response(raw, request)
-
-    def stream(self, request):
-        from dspy.lm15 import response_to_events
-
-        return response_to_events(self.complete(request))
 
     def __repr__(self) -> str:
         return f"RouterEngine({len(self.api_bases)} endpoints)"

@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 import time
 
-from dspy.clients.engines.litellm_engine import LiteLLMEngine
-
 from eir_dspy.lm.embedded_server import EmbeddedServer, EngineDied
 from eir_dspy.lm.grammar import schema_gbnf
+from eir_dspy.lm.typed_engine import TypedLiteLLMEngine
 
 
-class EmbeddedServerEngine(LiteLLMEngine):
+class EmbeddedServerEngine(TypedLiteLLMEngine):
     def __init__(self, server: EmbeddedServer, *, max_tokens: int, timeout: float, compact_json: bool = False) -> None:
         super().__init__(wire_model=f"openai/{server.config.alias}", api_base=server.url, api_key="local",
                          timeout=timeout)
@@ -48,9 +47,6 @@ class EmbeddedServerEngine(LiteLLMEngine):
         request["extra_body"] = extra
         return request
 
-    # Not DSPy's legacy shortcut (deprecated in 3.4): requests come typed, through `complete`.
-    complete_legacy = None
-
     def complete(self, request):
         from dspy.clients._litellm import get_litellm
         from dspy.clients.engines.litellm_errors import litellm_errors
@@ -67,11 +63,6 @@ class EmbeddedServerEngine(LiteLLMEngine):
         if self.trace is not None:
             self.trace.append({**_trace_row(raw, time.perf_counter() - t0), "request": data})
         return self._response(raw, request)
-
-    def stream(self, request):
-        from dspy.lm15 import response_to_events
-
-        return response_to_events(self.complete(request))
 
     def __repr__(self) -> str:
         return f"EmbeddedServerEngine({self.server.url}, {self.server.config.slots} slots)"

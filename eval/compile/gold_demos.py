@@ -131,7 +131,7 @@ def _run(program, example, script: list[dict]) -> tuple[list | None, str | None]
     """Run the real program with the gold outputs in place of the model; its DSPy trace, or why not."""
     adapter = GoldAdapter(script)
     try:
-        with dspy.context(lm=NoModel(), adapter=adapter, trace=[]):
+        with dspy.context(lm=dspy.LM("gold/none", engine=NoModel(), cache=False), adapter=adapter, trace=[]):
             prediction = program(question=example.question, paragraphs=tuple(example.paragraphs))
             trace = list(dspy.settings.trace)
     except OutOfStep as exc:
@@ -166,11 +166,9 @@ class GoldAdapter(DecodingAdapter):
         return [self.parse(signature, self.format_assistant_message_content(signature, outputs))]
 
 
-class NoModel(dspy.BaseLM):
-    """The LM DSPy requires to be configured; building gold demos never calls it."""
+class NoModel:
+    """The engine of the LM DSPy requires to be configured (DSPy's engine contract,
+    `complete(Request) -> Response`); building gold demos never calls it."""
 
-    def __init__(self) -> None:
-        super().__init__(model="gold/none")
-
-    def forward(self, prompt=None, messages=None, **kwargs):
+    def complete(self, request):
         raise RuntimeError("gold demonstrations make no model call")

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 
 import dspy
 import orjson
+from dspy.teleprompt.bootstrap_trace import FailedPrediction
 
 from eir_dspy.accounting import Ledger
 from eval.compile.feedback import FeedbackMetric
@@ -92,7 +93,7 @@ def compile_program(student: dspy.Module, optimizer: str, demos: str, trainset: 
         compiled = dspy.LabeledFewShot(k=settings.max_labeled_demos).compile(student, trainset=trainset)
     elif optimizer == "bootstrap":
         compiled = dspy.BootstrapFewShot(
-            metric=metric, metric_threshold=settings.metric_threshold,
+            metric=_ParsedStepsOnly(metric), metric_threshold=settings.metric_threshold,
             max_bootstrapped_demos=settings.max_bootstrapped_demos, max_labeled_demos=settings.max_labeled_demos,
         ).compile(student, trainset=trainset)
     else:
@@ -156,9 +157,9 @@ def as_loaded(program: dspy.Module) -> dspy.Module:
 
 class _OneQuestionHistory:
     """The metric, then a cleared LM history. Every program call is read off the LM's history
-    (eir_dspy.accounting.lm_call slices it), and DSPy caps a history at 10,000 entries: a long
-    compile on one LM would pass the cap and stop being counted. The metric runs once a question is
-    done, when no call is in flight (one thread)."""
+    (eir_dspy.accounting.lm_call finds its new entries from the end, so a full one still counts);
+    cleared, a long compile's history holds one question's entries, not 10,000 (DSPy's cap). The
+    metric runs once a question is done, when no call is in flight (one thread)."""
 
     def __init__(self, metric) -> None:
         self.metric = metric
@@ -169,6 +170,21 @@ class _OneQuestionHistory:
         finally:
             if dspy.settings.lm is not None:
                 dspy.settings.lm.history.clear()
+
+
+class _ParsedStepsOnly:
+    """The metric, seeing a trace without its failed steps. An output that could not be used is kept
+    in the trace as DSPy's FailedPrediction (eir_dspy.accounting.lm_call), for GEPA; BootstrapFewShot
+    makes a demo of every step of a trace that passes (`dspy.Example(**inputs, **outputs)`), and a
+    failed step is no demo. The metric gets that very list before the demos are made."""
+
+    def __init__(self, metric) -> None:
+        self.metric = metric
+
+    def __call__(self, example, prediction, trace=None):
+        if trace is not None:
+            trace[:] = [step for step in trace if not isinstance(step[2], FailedPrediction)]
+        return self.metric(example, prediction, trace)
 
 
 class UsedRoundRobin:
