@@ -11,7 +11,7 @@ A method declares its rule as the class attribute `acceptance` of its dspy.Modul
 (eir_dspy/lm/decoding.py) reads it from the modules DSPy records as calling the predictor, the
 outermost that declares one, so a method's nested calls (EIR's final answer, Reflexion's
 reflection, SSR's verifiers) follow the method. With no method declaring one: `extract`.
-A refused output goes the one unusable-output path (eir_dspy/accounting.py) with its cause.
+A refused output goes the one unusable-output path (eir_dspy/accounting/unusable.py) with its cause.
 """
 
 from __future__ import annotations

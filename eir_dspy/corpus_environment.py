@@ -15,14 +15,10 @@ from __future__ import annotations
 
 import json
 
-from typing import TYPE_CHECKING
-
 from eir_dspy.corpus_index import SEARCH_K, CorpusIndex, Hit
+from eir_dspy.environment import citation_hint, render_sentences
 from eir_dspy.rejection import EMPTY_SEARCH, REPEATED_SEARCH, SUBMIT_ONLY_TURN, UNKNOWN_ID, Rejection
-from eir_dspy.environment import Outcome, citation_hint, render_sentences
-
-if TYPE_CHECKING:
-    from eir_dspy.episode import Action, Episode
+from eir_dspy.turns import Action, EpisodeState, Outcome
 
 TURNS, READS = 12, 6  # the corpus setting's defaults: action turns and read attempts per trial
 
@@ -47,7 +43,7 @@ class CorpusEnvironment:
     def has_unread(self) -> bool:
         return bool(self.unread_ids)
 
-    def problem(self, action: "Action", episode: "Episode") -> Rejection | None:
+    def problem(self, action: Action, episode: EpisodeState) -> Rejection | None:
         if action.kind != "submit" and episode.on_last_turn:
             return Rejection(SUBMIT_ONLY_TURN, f"turn {episode.turn} is the last turn and accepts only a submission")
         if action.kind == "search":
@@ -65,7 +61,7 @@ class CorpusEnvironment:
                              "trial; read an id from your search results")
         return None
 
-    def execute(self, action: "Action", episode: "Episode") -> Outcome:
+    def execute(self, action: Action, episode: EpisodeState) -> Outcome:
         if action.kind == "search":
             return self._search(action.query, episode)
         return self._read(normalize_id(action.paragraph_id), episode)
@@ -74,7 +70,7 @@ class CorpusEnvironment:
         """A search's indexed terms, order-free: two searches with the same key return the same hits."""
         return tuple(sorted(set(self.index.term_ids(query))))
 
-    def _search(self, query: str, episode: "Episode") -> Outcome:
+    def _search(self, query: str, episode: EpisodeState) -> Outcome:
         episode.searches += 1
         self.searched[self.search_key(query)] = episode.turn
         hits = self.index.search(query, self.k)
@@ -88,7 +84,7 @@ class CorpusEnvironment:
         text = f"Search {query!r} found {len(hits)} paragraphs ({len(new)} new), as id | title:\n" + "\n".join(lines)
         return Outcome(text, text)
 
-    def _read(self, paragraph_id: str, episode: "Episode") -> Outcome:
+    def _read(self, paragraph_id: str, episode: EpisodeState) -> Outcome:
         hit = self.found[paragraph_id]
         episode.reads += 1
         paragraph = self.index.paragraph(hit.row)

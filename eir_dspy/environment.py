@@ -1,8 +1,8 @@
 """The distractor setting: a fixed pool of paragraphs the agent reads by title.
 
-Every environment gives the shared episode loop the same three things: `problem` (why an
-action cannot run here), `execute` (run it, store evidence) and `opening` (the first turn's
-result). eir_dspy.corpus_environment is the other setting.
+Every environment gives the shared episode loop the same three things (eir_dspy.turns.Environment):
+`problem` (why an action cannot run here), `execute` (run it, store evidence) and `opening` (the
+first turn's result). eir_dspy.corpus_environment is the other setting.
 """
 
 from __future__ import annotations
@@ -10,24 +10,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.rejection import ALL_READ, SEARCH_IN_POOL, Rejection
+from eir_dspy.turns import Action, EpisodeState, Outcome
 
-if TYPE_CHECKING:
-    from eir_dspy.episode import Action, Episode
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What an executed action returned: the full result, and a one-line brief of it
-    (what a compact trajectory shows for a read)."""
-
-    feedback: str
-    brief: str
-    read_title: str | None = None
-    fell_back: bool = False  # a pool read whose title matched no unread title read the first unread one
 
 
 @dataclass(frozen=True)
@@ -78,14 +65,14 @@ class PoolEnvironment:
         return ReadResult(self._by_title[title], requested, fell_back)
 
 
-    def problem(self, action: "Action", episode: "Episode") -> Rejection | None:
+    def problem(self, action: Action, episode: EpisodeState) -> Rejection | None:
         if action.kind == "search":
             return Rejection(SEARCH_IN_POOL, "there is no search in the pool setting: read one of the titles, or submit")
         if action.kind == "read" and not self.unread_titles:
             return Rejection(ALL_READ, "every paragraph has been read; the only valid action now is submit")
         return None
 
-    def execute(self, action: "Action", episode: "Episode") -> Outcome:
+    def execute(self, action: Action, episode: EpisodeState) -> Outcome:
         result = self.read(action.title)
         episode.reads += 1
         paragraph = result.paragraph

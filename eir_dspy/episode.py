@@ -14,27 +14,12 @@ are invalid does not). No model output can fail the question.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, Union
+from typing import Protocol
 
 from eir_dspy.accounting import UnusableOutput, calls_so_far
-from eir_dspy.environment import Outcome, PoolEnvironment
 from eir_dspy.evidence import EvidenceStore
 from eir_dspy.rejection import NO_ACTION, NO_READS_LEFT, Rejection
-
-if TYPE_CHECKING:
-    from eir_dspy.corpus_environment import CorpusEnvironment
-
-Environment = Union[PoolEnvironment, "CorpusEnvironment"]
-
-
-@dataclass(frozen=True)
-class Action:
-    kind: Literal["search", "read", "submit"]
-    title: str = ""  # pool read
-    answer: str = ""
-    citations: tuple[tuple[str, int], ...] = ()
-    query: str = ""  # corpus search
-    paragraph_id: str = ""  # corpus read
+from eir_dspy.turns import Action, Environment, Outcome
 
 
 @dataclass

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from statistics import mean
 
-from eval.comparison import Column, Comparison, Grid, run_means
+from eval.comparison import Column, Comparison, Grid, records_by_id, run_means
 from eval.families import H_SWEEP, LIST_FEEDBACK, REPAIR, REPAIR_APPLIED
 from eval.logged_runs import LoggedRun
-from eval.tables import column_name, fmt_p, markdown
+from eval.formatting import column_name, fmt_p, markdown
 
 SIGNIFICANT = "*"
 UNFORMED = " ('k of m': the paper's family holds m comparisons; the m − k not formed here count as p = 1)"
@@ -168,7 +168,7 @@ def _run(grid: Grid, variant: str, c: Comparison) -> LoggedRun:
 
 def _paired(grid: Grid, variant: str, c: Comparison) -> list[dict]:
     """The run's records of the compared questions."""
-    by_id = {r["id"]: r for r in _run(grid, variant, c).records}
+    by_id = records_by_id(_run(grid, variant, c))
     return [by_id[i] for i in c.ids]
 
 

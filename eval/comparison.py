@@ -172,7 +172,7 @@ def _family_comparisons(family: Family, placed: dict[tuple[str, Column], LoggedR
                                  f"not compared (family {family.name})")
                 continue
             ids = paired_ids(run_a, run_b, intersection)
-            a_by, b_by = _by_id(run_a), _by_id(run_b)
+            a_by, b_by = records_by_id(run_a), records_by_id(run_b)
             f1 = paired_bootstrap([100 * b_by[i]["answer_f1"] for i in ids], [100 * a_by[i]["answer_f1"] for i in ids],
                                   resamples, seed)
             em = mcnemar_exact([b_by[i]["em"] >= 1 for i in ids], [a_by[i]["em"] >= 1 for i in ids])
@@ -218,7 +218,8 @@ def run_means(run: LoggedRun) -> dict[str, float]:
     }
 
 
-def _by_id(run: LoggedRun) -> dict[str, dict]:
+def records_by_id(run: LoggedRun) -> dict[str, dict]:
+    """A run's records by question id (for pairing two runs' answers to the same question)."""
     return {r["id"]: r for r in run.records}
 
 

@@ -19,7 +19,7 @@ from typing import Iterable
 
 from eval.logged_runs import LoggedRun
 
-Pair = tuple[str, str]  # (A, B): two variants (eval.tracking.variant)
+Pair = tuple[str, str]  # (A, B): two variants (eval.run_config.RunConfig.variant)
 
 H_SWEEP, LIST_FEEDBACK, REPAIR, REPAIR_APPLIED = "h_sweep", "list_feedback", "repair", "repair_applied"
 FAMILY_KEYS = ("name", "compare", "per_column", "per_pair", "size")

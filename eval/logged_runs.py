@@ -10,6 +10,7 @@ import mlflow
 from mlflow.entities import Run
 
 from eval import tracking
+from eval.run_config import RunConfig
 
 
 class SelectionError(ValueError):
@@ -21,7 +22,7 @@ class LoggedRun:
     run_id: str
     experiment_id: str
     name: str
-    method: str  # the run's variant (eval.tracking.variant): what comparisons pair by
+    method: str  # the run's variant (RunConfig.variant): what comparisons pair by
     dataset: str
     lm: str
     budget: int
@@ -29,11 +30,11 @@ class LoggedRun:
     metrics: dict[str, float]
     records: tuple[dict, ...]  # in the run's question order
     sweep: str = ""  # the variant without H: the runs of one budget sweep share it
-    label: str = ""  # the method label alone (eval.tracking.method_label), without ablation, H or options
+    label: str = ""  # the method label alone (RunConfig.label), without ablation, H or options
     ablation: str = "none"  # the EIR ablation; runs logged before ablations existed had none
     setting: str = "pool"  # pool or corpus
     decoding: str | None = None  # the decoding mode it ran under (None: logged before --decoding)
-    config: dict = field(default_factory=dict, compare=False, hash=False)  # what eval.run saved: data file, LM settings
+    config: RunConfig = field(default_factory=RunConfig, compare=False, hash=False)  # the condition eval.run logged
 
     @property
     def column(self) -> tuple[str, str]:
@@ -46,23 +47,23 @@ class LoggedRun:
 
 
 def load_run(run: Run) -> LoggedRun:
-    config = json.loads(run.data.tags[tracking.CONFIG_TAG])
+    config = RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG])
     return LoggedRun(
         run_id=run.info.run_id,
         experiment_id=run.info.experiment_id,
         name=run.info.run_name,
-        method=tracking.variant(config),
-        dataset=config["dataset"],
-        lm=config["lm"],
-        budget=int(config["budget"]),
+        method=config.variant,
+        dataset=config.dataset,
+        lm=config.lm_name,
+        budget=config.budget,
         start_time=run.info.start_time,
         metrics=dict(run.data.metrics),
         records=tuple(_results(run)),
-        sweep=tracking.without_budget(config),
-        label=tracking.method_label(config),
-        ablation=config.get("options", {}).get("ablation") or "none",
-        setting=config.get("setting") or "pool",
-        decoding=config.get("decoding"),
+        sweep=config.sweep,
+        label=config.label,
+        ablation=config.options.get("ablation") or "none",
+        setting=config.setting,
+        decoding=config.recorded_decoding,
         config=config,
     )
 

@@ -14,7 +14,7 @@ from eval.ablation_tables import sweep_runs  # noqa: E402
 from eval.comparison import Grid, run_means  # noqa: E402
 from eval.error_analysis import Availability  # noqa: E402
 from eval.stats import mean_interval  # noqa: E402
-from eval.tables import column_name  # noqa: E402
+from eval.formatting import column_name  # noqa: E402
 
 MARKERS = "osD^vP*X"
 

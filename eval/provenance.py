@@ -13,6 +13,7 @@ from mlflow.data.dataset_source_registry import resolve_dataset_source
 from mlflow.data.huggingface_dataset_source import HuggingFaceDatasetSource
 from mlflow.data.pandas_dataset import PandasDataset
 
+from eval.run_config import RunConfig
 from eval.schema import Question
 
 PROGRAM_STATE = "program_state.json"
@@ -28,20 +29,20 @@ class QuestionSet(PandasDataset):
         return {**super().profile, "question_ids": [str(i) for i in self._df["id"]]}
 
 
-def log_provenance(program, questions: list[Question], config: dict) -> None:
+def log_provenance(program, questions: list[Question], config: RunConfig) -> None:
     """Log to the active run: program_state.json (`program.dump_state()`) and the dataset input."""
     mlflow.log_text(json.dumps(program.dump_state(), indent=2, ensure_ascii=False, default=str), PROGRAM_STATE)
     mlflow.log_input(question_set(questions, config), context=DATASET_CONTEXT)
 
 
-def question_set(questions: list[Question], config: dict) -> QuestionSet:
-    data_file = config.get("data_file")
+def question_set(questions: list[Question], config: RunConfig) -> QuestionSet:
+    data_file = config.data_file
     # No data file: eval.data read HotpotQA's distractor validation split from the Hugging Face hub.
     source = (local_source(Path(data_file)) if data_file
               else HuggingFaceDatasetSource(path="hotpot_qa", config_name="distractor", split="validation"))
     df = pd.DataFrame({"id": [q.id for q in questions], "question": [q.question for q in questions],
                        "answer": [q.answer for q in questions]})
-    name = f"{config['dataset']} n={len(questions)} seed={config['seed']}"
+    name = f"{config.dataset} n={len(questions)} seed={config.seed}"
     return QuestionSet(df=df, source=source, targets="answer", name=name)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from statistics import mean
 
+from eval.formatting import piped
 from eval.metrics import aggregate, aggregate_defined
 from eval.records import wall_time
 
@@ -102,7 +103,7 @@ TABLE_KEYS = [
 ]
 
 
-# `python -m eval.summary --behaviour`: how the agent acted (README, "Decoding").
+# `python -m eval.summary --behaviour`: how the agent acted (docs/lm.md, "Decoding").
 BEHAVIOUR_KEYS = [
     ("answer_f1", "Answer F1", "{:.1f}"),
     ("em", "EM", "{:.1f}"),
@@ -131,9 +132,7 @@ BEHAVIOUR_KEYS = [
 def format_table(metrics: dict[str, float], label: str, keys=TABLE_KEYS) -> str:
     head = ["run"] + [name for _, name, _ in keys]
     row = [label] + [fmt.format(metrics[k]) if k in metrics else "-" for k, _, fmt in keys]
-    widths = [max(len(a), len(b)) for a, b in zip(head, row)]
-    line = lambda cells: " | ".join(c.ljust(w) for c, w in zip(cells, widths))  # noqa: E731
-    return "\n".join([line(head), "-+-".join("-" * w for w in widths), line(row)])
+    return piped(head, row)
 
 
 def main(argv: list[str] | None = None) -> None:

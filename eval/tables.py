@@ -8,19 +8,9 @@ import math
 from statistics import mean
 
 from eval.comparison import Column, Grid, run_means
+from eval.formatting import column_name, fmt_p, markdown
 
 BELOW, ABOVE = "*", "+"
-
-
-def markdown(head: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
-    return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
-
-
-def column_name(column: Column) -> str:
-    dataset, lm = column
-    return f"{dataset} · {lm.rsplit('/', 1)[-1]}"
 
 
 def table1(grid: Grid) -> str:
@@ -145,10 +135,6 @@ def _ratio(grid: Grid, method: str, columns: list[Column], key: str) -> float:
     num = mean(run_means(grid.run(method, c))[key] for c in columns)
     den = mean(run_means(grid.run(grid.reference, c))[key] for c in columns)
     return num / den if den else float("nan")
-
-
-def fmt_p(p: float) -> str:
-    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
 
 
 def _x(ratio: float) -> str:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
 from pathlib import Path
 
 import mlflow
+
+from eval.run_config import RunConfig
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 CONFIG_TAG = "eir.config"
@@ -43,55 +44,6 @@ def use_tracking_uri() -> str:
     return uri
 
 
-def method_label(config: dict) -> str:
-    """The method a run's numbers belong to (e.g. reflexion_oracle for --method reflexion)."""
-    return config.get("label") or config["method"]
-
-
-DEFAULT_BUDGET = 6  # the paper's H: a variant names its H only when it differs
-_OPTION_NAMES = {"verifier_temperature": "T"}  # short names in variants; others keep their own
-
-
-def variant(config: dict) -> str:
-    """A run's condition as one name: the method label (with setting and decoding), the ablation,
-    H where it is not the paper's 6, and the method's options; e.g. `eir`, `eir H=8`,
-    `eir no-list-feedback`, `ssr votes=3 T=0.7`, `eir compiled=gepa` (a program file from eval.compile).
-    Comparisons pair runs by it. Sampling settings (temperature, max tokens) are params, not part of
-    the name: vary them in separate experiments."""
-    options = dict(config.get("options", {}))
-    parts = [method_label(config)]
-    ablation = options.pop("ablation", None)
-    if ablation and ablation != "none":
-        parts.append(ablation)
-    if config.get("program"):
-        parts.append(f"compiled={config['program']['name']}")
-    if int(config["budget"]) != DEFAULT_BUDGET:
-        parts.append(f"H={config['budget']}")
-    parts += [f"{_OPTION_NAMES.get(k, k)}={v:g}" if isinstance(v, float) else f"{_OPTION_NAMES.get(k, k)}={v}"
-              for k, v in sorted(options.items(), key=lambda kv: (kv[0] != "votes", kv[0]))]
-    return " ".join(parts)
-
-
-def without_budget(config: dict) -> str:
-    """The variant with H left out: the runs of one budget sweep share it."""
-    return variant({**config, "budget": DEFAULT_BUDGET})
-
-
-def run_name(config: dict) -> str:
-    name = f"{variant(config)} / {config['dataset']} / {config['lm']}"
-    return name if int(config["budget"]) != DEFAULT_BUDGET else f"{name} / H={config['budget']}"
-
-
-def setting_label(name: str, config: dict) -> str:
-    """Corpus-setting runs carry the setting in their method name, and runs decoded other than the
-    LM's default carry the decoding, so comparisons never mix conditions."""
-    label = f"{name}_corpus" if config.get("setting") == "corpus" else name
-    decoding = config.get("decoding")
-    if decoding and decoding != config.get("default_decoding", decoding):
-        label += f" decoding={decoding}"
-    return label
-
-
 def acceptance(method: str) -> str | None:
     """The method's parse rule (eir_dspy/acceptance.py): which outputs it accepts is a condition of the run."""
     from programs import METHODS
@@ -99,31 +51,33 @@ def acceptance(method: str) -> str | None:
     return getattr(METHODS.get(method), "acceptance", None)
 
 
-def log_config(config: dict) -> None:
-    """Params named the same for every method, so MLflow's compare view lines runs up."""
+def log_config(config: RunConfig) -> None:
+    """Params named the same for every method, so MLflow's compare view lines runs up; the config
+    itself as the eir.config tag (eval/run_config.py names the run: label, variant)."""
+    lm = config.lm
     mlflow.log_params({
-        "method": method_label(config), "dataset": config["dataset"], "n": config["n"], "seed": config["seed"],
-        "variant": variant(config), "lm": config["lm"], "temperature": config["temperature"], "max_tokens": config["max_tokens"],
-        "request_timeout": config.get("request_timeout"),
-        "H": config["budget"], "data_file": config["data_file"], "threads": config["threads"],
-        "engine": config.get("engine") if str(config.get("lm", "")).startswith("local/") else None,
-        "server_args": config.get("server_args") or None,
-        "adapter": "JSONAdapter", "decoding": config.get("decoding"),
-        "endpoints": len(config["api_base"]) if isinstance(config.get("api_base"), list) else int(bool(config.get("api_base"))),
-        "price_in": config.get("price_in"), "price_out": config.get("price_out"), **config.get("options", {}),
-        "setting": config.get("setting", "pool"), "index": config.get("index"),
-        "corpus": config.get("corpus"), "corpus_paragraphs": config.get("corpus_paragraphs"),
-        "acceptance": acceptance(config["method"]),
+        "method": config.label, "dataset": config.dataset, "n": config.n, "seed": config.seed,
+        "variant": config.variant, "lm": config.lm_name, "temperature": lm.temperature, "max_tokens": lm.max_tokens,
+        "request_timeout": lm.request_timeout,
+        "H": config.budget, "data_file": config.data_file, "threads": config.threads,
+        "engine": lm.engine if str(config.lm_name or "").startswith("local/") else None,
+        "server_args": lm.server_args or None,
+        "adapter": "JSONAdapter", "decoding": config.recorded_decoding,
+        "endpoints": lm.endpoints,
+        "price_in": lm.price_in, "price_out": lm.price_out, **config.options,
+        "setting": config.setting, "index": config.index,
+        "corpus": config.corpus, "corpus_paragraphs": config.corpus_paragraphs,
+        "acceptance": acceptance(config.method),
         **program_params(config),
     })
-    mlflow.set_tags({CONFIG_TAG: json.dumps(config), "method": method_label(config), "variant": variant(config),
-                     "dataset": config["dataset"], "lm": config["lm"]})
+    mlflow.set_tags({CONFIG_TAG: config.to_tag(), "method": config.label, "variant": config.variant,
+                     "dataset": config.dataset, "lm": config.lm_name})
 
 
-def program_params(config: dict) -> dict:
+def program_params(config: RunConfig) -> dict:
     """A compiled program's file and sha256 (eval.run --program); nothing for a zero-shot run."""
-    program = config.get("program")
-    return {"program_file": program["path"], "program_sha256": program["sha256"]} if program else {}
+    program = config.program
+    return {"program_file": program.path, "program_sha256": program.sha256} if program else {}
 
 
 def resumable_run(run_id: str) -> str:
@@ -144,11 +98,11 @@ def resumable_run(run_id: str) -> str:
     return run_id
 
 
-def saved_config(run_id: str) -> dict:
-    return json.loads(mlflow.get_run(run_id).data.tags[CONFIG_TAG])
+def saved_config(run_id: str) -> RunConfig:
+    return RunConfig.from_tag(mlflow.get_run(run_id).data.tags[CONFIG_TAG])
 
 
-def start_run(config: dict, resume_id: str | None, out_root: str, tags: dict | None = None) -> str:
+def start_run(config: RunConfig, resume_id: str | None, out_root: str, tags: dict | None = None) -> str:
     """Start (or reopen, to resume) a method run; it stays active until `end_run_if_active`.
     `tags` are set as the run is created, so a run killed at once is still found by them.
     System metrics (CPU, memory, disk, network: `system/*`) are sampled every 10 s (MLflow's default;
@@ -159,7 +113,7 @@ def start_run(config: dict, resume_id: str | None, out_root: str, tags: dict | N
         if FAILURE_TAG in mlflow.get_run(resume_id).data.tags:
             mlflow.delete_tag(FAILURE_TAG)  # a new attempt; it is tagged again if it fails again
         return resume_id
-    run = mlflow.start_run(run_name=run_name(config), tags=tags, log_system_metrics=True)
+    run = mlflow.start_run(run_name=config.run_name, tags=tags, log_system_metrics=True)
     log_config(config)
     mlflow.set_tag(RESULTS_TAG, str(Path(out_root) / run.info.run_id / "results.jsonl"))
     return run.info.run_id
@@ -180,19 +134,20 @@ def mark_failed(message: str) -> None:
     mlflow.end_run("FAILED")
 
 
-def log_variant(config: dict, parent_id: str, name: str, records: list[dict], metrics: dict[str, float],
+def log_variant(config: RunConfig, parent_id: str, records: list[dict], metrics: dict[str, float],
                 results_path: str) -> str:
-    """Log (or, after a resume, re-log) a variant of `parent_id` as its own run, found again by tag."""
+    """Log (or, after a resume, re-log) a variant of `parent_id` (its config labelled as the variant,
+    e.g. reflexion_first) as its own run, found again by tag."""
+    name = config.label
     found = mlflow.search_runs(filter_string=f"tags.`{VARIANT_OF_TAG}` = '{parent_id}' and tags.method = '{name}'",
                                output_format="list")
     run_id = found[0].info.run_id if found else None
-    variant = {**config, "label": name}
     # The link tags are set as the run is created, so a run killed right after is still found (and
     # resumable through its parent).
     tags = None if run_id else {VARIANT_OF_TAG: parent_id, "method": name}
-    with mlflow.start_run(run_id=run_id, run_name=None if run_id else run_name(variant), tags=tags) as run:
+    with mlflow.start_run(run_id=run_id, run_name=None if run_id else config.run_name, tags=tags) as run:
         if run_id is None:
-            log_config(variant)
+            log_config(config)
         log_results(records, metrics, results_path)
         return run.info.run_id
 

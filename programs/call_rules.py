@@ -1,6 +1,6 @@
 """The most LM calls one question can cost, per method: an UPPER BOUND read off the programs' code.
 
-Counted as the ledger counts them (eir_dspy/accounting.py): one call per `lm_call`. Every method
+Counted as the ledger counts them (eir_dspy/accounting/): one call per `lm_call`. Every method
 decodes through DecodingAdapter, a dspy.JSONAdapter, which never falls back to a second request
 on a parse failure (an unusable output is handled by the program, not retried), so one `lm_call`
 is one model request; a provider's own retries of a failed request happen inside that one call.

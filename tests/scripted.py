@@ -53,6 +53,15 @@ def scripted_lm(replies, cache: bool = False, model: str = "local/scripted") -> 
     return dspy.LM(model, engine=ScriptedEngine(replies), cache=cache, temperature=0.0, max_tokens=512)
 
 
+def use_lm(monkeypatch, replies) -> dspy.LM:
+    """Every eval.run in the test runs on this scripted LM, whatever its --lm names; returns the LM."""
+    import eval.run as run_module  # here, not above: most tests that script an LM never run eval.run
+
+    lm = scripted_lm(replies)
+    monkeypatch.setattr(run_module, "build_lm", lambda spec: lm)
+    return lm
+
+
 def run_program(program, question, paragraphs, replies, decoding: str = "free"):
     """Run a method on a scripted LM with the project's adapter in one decoding mode;
     returns (prediction, ledger, engine)."""

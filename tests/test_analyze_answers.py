@@ -13,7 +13,7 @@ RESAMPLES = 999  # a constant paired difference of d > 0 then has bootstrap p = 
 
 def run(label: str, dataset: str, records: list[dict], start: int = 0, lm: str = "local/m", **kw) -> LoggedRun:
     return LoggedRun(f"{label}-{dataset}-{start}", "0", f"{label} / {dataset}", label, dataset, lm, 6, start, {},
-                     tuple(records), label=label, config={}, **kw)
+                     tuple(records), label=label, **kw)
 
 
 def context(tmp_path) -> Context:

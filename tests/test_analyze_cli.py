@@ -12,7 +12,8 @@ import eval.run as run_module
 from eval.analyze import sources
 from eval.analyze.__main__ import main as analyze
 from eval.logged_runs import SelectionError, select_runs
-from tests.test_runner import ARGS, direct_reply, reply, use_lm, workdir  # noqa: F401  (workdir is a fixture)
+from tests.test_runner import ARGS, direct_reply, reply, use_lm
+from tests.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
 
 
 def make_runs(monkeypatch) -> dict[str, str]:

@@ -11,6 +11,7 @@ from eir_dspy.lm import DecodingAdapter
 from eval.analyze import added_support, extra_retrieval, model_selected, recovery
 from eval.analyze.report import Context, Report
 from eval.logged_runs import LoggedRun, SelectionError
+from eval.run_config import LMConfig, RunConfig
 from tests.scripted import scripted_lm
 
 ANSWER = "Zanzibar"
@@ -47,7 +48,7 @@ def logged(tmp_path, records, label="eir"):
     write_data(data, [r["id"] for r in records])
     return LoggedRun(run_id=f"run-{label}", experiment_id="0", name=f"{label} / hotpotqa / scripted", method=label,
                      dataset="hotpotqa", lm="local/scripted", budget=6, start_time=0, metrics={}, records=tuple(records),
-                     label=label, config={"data_file": str(data)})
+                     label=label, config=RunConfig(data_file=str(data)))
 
 
 class Model:
@@ -157,8 +158,7 @@ def test_only_eir_pool_runs_are_re_answered(tmp_path, model):
 def test_the_rerun_lm_is_the_runs_own_without_a_response_cache():
     from eval.analyze.sources import run_lm
 
-    config = {"lm_model": "openai/gpt-4.1-mini", "lm_path": None, "api_base": None, "temperature": 0.3,
-              "max_tokens": 777, "decoding": "schema"}
+    config = RunConfig(lm=LMConfig("openai/gpt-4.1-mini", temperature=0.3, max_tokens=777, decoding="schema"))
     run = LoggedRun(run_id="r", experiment_id="0", name="eir", method="eir", dataset="hotpotqa",
                     lm="openai/gpt-4.1-mini", budget=6, start_time=0, metrics={}, records=(), config=config)
     lm, adapter = run_lm(run)
@@ -183,7 +183,7 @@ def logged_as(tmp_path, records, label):
     write_data(data, [r["id"] for r in records])
     return LoggedRun(run_id=f"run-{label}", experiment_id="0", name=f"{label} / hotpotqa / scripted", method=label,
                      dataset="hotpotqa", lm="local/scripted", budget=6, start_time=0, metrics={}, records=tuple(records),
-                     label=label, config={"data_file": str(data)})
+                     label=label, config=RunConfig(data_file=str(data)))
 
 
 class Unparseable(Model):

@@ -37,7 +37,7 @@ def test_questions_decoded_together_match_one_at_a_time(tmp_path, monkeypatch):
         assert x["calls_by_role"] == y["calls_by_role"], x["id"]  # the same decisions were asked for
         # The same first prompt, token for token; later prompts carry the model's earlier outputs.
         assert x["lm_calls"][0]["prompt_tokens"] == y["lm_calls"][0]["prompt_tokens"] > 100
-    # Batched arithmetic may change a greedy token (README, Throughput): most calls stay identical.
+    # Batched arithmetic may change a greedy token (docs/lm.md, Throughput): most calls stay identical.
     pairs = [(c, d) for x, y in zip(a, b) for c, d in zip(x["lm_calls"], y["lm_calls"])]
     same = sum((c["prompt_tokens"], c["completion_tokens"]) == (d["prompt_tokens"], d["completion_tokens"])
                for c, d in pairs)

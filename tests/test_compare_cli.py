@@ -7,7 +7,8 @@ import pytest
 
 import eval.compare as compare_module
 import eval.run as run_module
-from tests.test_runner import ARGS, direct_reply, reply, use_lm, workdir  # noqa: F401  (workdir is a fixture)
+from tests.test_runner import ARGS, direct_reply, reply, use_lm
+from tests.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
 
 
 def make_runs(monkeypatch) -> dict[str, str]:

@@ -115,7 +115,7 @@ def test_csv_has_one_row_per_comparison_with_the_run_ids():
 def test_evidence_availability_splits_errors_by_gold_read():
     r = run("eir", [1, 0, 0, 0], read_gold=False)
     records = list(r.records)
-    records[1] = {**records[1], "gold_read_share": 1.0}
+    records[1] = {**records[1], "evidence_titles": ["G"], "gold_read_share": 1.0}  # this error read the gold paragraph
     a = evidence_availability(LoggedRun(**{**r.__dict__, "records": tuple(records)}))
     assert (a.errors, a.all_gold_read) == (3, 1) and a.share_read == pytest.approx(1 / 3)
 

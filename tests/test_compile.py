@@ -229,6 +229,7 @@ def test_the_metric_is_the_projects_answer_f1_and_support_f1(work):
 # ---------------------------------------------------------------- the file
 
 
+@pytest.mark.slow  # a second Python process
 def test_save_then_load_in_a_fresh_process_gives_identical_prompts(bootstrapped):
     path = bootstrapped["path"]
     q = load_questions("hotpotqa", bootstrapped["work"].dev, seed=None)[0]

@@ -8,7 +8,8 @@ import mlflow
 import eval.run as run_module
 from eval.corpus import FULL, OFFLINE, PARTIAL, corpus_name, full_corpus_problem
 from tests.test_grid import write_full_index
-from tests.test_runner import ARGS, corpus_reply, use_lm, workdir  # noqa: F401 (workdir is a fixture)
+from tests.test_runner import ARGS, corpus_reply, use_lm
+from tests.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
 
 
 def test_an_index_is_named_offline_partial_or_full(tmp_path, tiny_corpus):

@@ -60,6 +60,7 @@ def health(url: str) -> int:
         return reply.status
 
 
+@pytest.mark.slow  # a server process on loopback
 def test_server_starts_on_a_free_port_with_one_slot_per_question_and_stops(fake_binary):
     server = EmbeddedServer(config(fake_binary, slots=3))
     try:
@@ -75,6 +76,7 @@ def test_server_starts_on_a_free_port_with_one_slot_per_question_and_stops(fake_
         health(server.url)
 
 
+@pytest.mark.slow  # server processes on loopback
 def test_shared_server_is_reused_for_the_same_config_and_replaced_for_another(fake_binary):
     first = shared_server(config(fake_binary, slots=2))
     assert shared_server(config(fake_binary, slots=2)) is first
@@ -82,6 +84,7 @@ def test_shared_server_is_reused_for_the_same_config_and_replaced_for_another(fa
     assert second is not first and not first.alive() and second.alive()
 
 
+@pytest.mark.slow  # a server process on loopback
 def test_a_port_taken_before_the_server_binds_it_is_given_up_for_another(fake_binary, monkeypatch):
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
@@ -97,6 +100,7 @@ def test_a_port_taken_before_the_server_binds_it_is_given_up_for_another(fake_bi
         taken.close()
 
 
+@pytest.mark.slow  # a server process
 def test_a_server_that_cannot_start_is_a_clear_error_naming_its_log(fake_binary, monkeypatch):
     broken = fake_binary / "broken-server"
     broken.write_text("#!/bin/sh\necho 'error: model file is not GGUF' >&2\nexit 7\n")
@@ -113,6 +117,7 @@ def test_no_binary_is_a_clear_error_saying_how_to_build_one(fake_binary, monkeyp
         EmbeddedServer(config(fake_binary))
 
 
+@pytest.mark.slow  # a second process, a server process
 def test_a_second_process_wanting_an_engine_is_refused_with_the_holders_url(fake_binary):
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]);"
@@ -132,6 +137,7 @@ def test_a_second_process_wanting_an_engine_is_refused_with_the_holders_url(fake
     server.close()
 
 
+@pytest.mark.slow  # a server process on loopback
 def test_an_engine_dying_mid_run_stops_the_run_keeps_finished_questions_and_resume_completes(fake_binary, monkeypatch):
     model = run_here(fake_binary, monkeypatch, questions=8)
     # Each question takes 3 calls; the server dies on the 10th call, inside the 4th question.
@@ -187,6 +193,7 @@ def test_the_server_decodes_under_the_grammar_the_in_process_engine_would_use():
     assert JSON_SPACE not in compact.server_request(compact._arguments(request))["extra_body"]["grammar"]
 
 
+@pytest.mark.slow  # a server process on loopback
 def test_a_default_run_serves_its_questions_in_flight_from_one_server_slot_each(fake_binary, monkeypatch):
     model = run_here(fake_binary, monkeypatch, questions=3)
     out = run_module.main(["--lm-path", str(model), "--data", "data.jsonl", "--limit", "3", "--experiment", "test"])

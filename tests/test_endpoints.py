@@ -8,7 +8,8 @@ import pytest
 import eval.run as run_module
 from eir_dspy.accounting import PRICES, price_call
 from tests.fake_openai import FakeOpenAI, eir_reply
-from tests.test_runner_stops import N, workdir, write_questions  # noqa: F401 (workdir is a fixture)
+from tests.test_runner_stops import N, write_questions
+from tests.test_runner_stops import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
 
 
 def dead_url() -> str:
@@ -24,6 +25,7 @@ def args(urls, *extra):
             "--experiment", "test", "--threads", "2", *extra]
 
 
+@pytest.mark.slow  # loopback servers
 def test_requests_are_spread_over_every_endpoint(workdir):
     with FakeOpenAI(eir_reply, delay=0.05) as a, FakeOpenAI(eir_reply, delay=0.05) as b:
         out = run_module.main(args([a.url, b.url]))
@@ -35,6 +37,7 @@ def test_requests_are_spread_over_every_endpoint(workdir):
     assert out["metrics"]["answer_f1"] == 100.0
 
 
+@pytest.mark.slow  # a loopback server
 def test_a_dead_endpoints_questions_finish_on_the_others(workdir):
     with FakeOpenAI(eir_reply) as alive:
         out = run_module.main(args([dead_url(), alive.url]))
@@ -44,12 +47,14 @@ def test_a_dead_endpoints_questions_finish_on_the_others(workdir):
     assert out["metrics"]["answer_f1"] == 100.0
 
 
+@pytest.mark.slow  # a loopback server
 def test_one_endpoint_keeps_the_plain_litellm_path(workdir):
     with FakeOpenAI(eir_reply) as only:
         out = run_module.main(args([only.url]))
     assert len(only.requests) == 3 * N and out["metrics"]["failed_questions"] == 0
 
 
+@pytest.mark.slow  # a loopback server
 def test_price_flags_cost_a_model_litellm_cannot_price(workdir, monkeypatch):
     monkeypatch.setitem(PRICES, "openai/fake", PRICES.get("openai/fake"))  # restored after the test
     PRICES.pop("openai/fake")
@@ -78,6 +83,7 @@ def test_the_number_of_endpoints_never_changes_the_default_decoding(workdir):
     assert default_decoding(unknown, False) == "free"
 
 
+@pytest.mark.slow  # loopback servers
 def test_an_endpoint_that_errors_is_cooled_down_and_its_questions_finish_elsewhere(workdir):
     with FakeOpenAI(eir_reply, fail=(503, "overloaded")) as sick, FakeOpenAI(eir_reply) as well:
         out = run_module.main(args([sick.url, well.url]))

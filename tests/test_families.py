@@ -11,7 +11,8 @@ from eval.comparison import compare, comparison_key
 from eval.families import Family, FamilyError, default_families, load_families, parse_cli_family
 from eval.logged_runs import LoggedRun
 from eval.stats import holm
-from tests.test_runner import ARGS, direct_reply, reply, use_lm, workdir  # noqa: F401  (workdir is a fixture)
+from tests.test_runner import ARGS, direct_reply, reply, use_lm
+from tests.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
 
 HOTPOT, WIKI = ("hotpotqa", "local/m"), ("2wiki", "local/m")
 

@@ -23,8 +23,9 @@ import re
 from collections import Counter
 
 import dspy
+import pytest
 
-import eir_dspy.accounting as accounting
+import eir_dspy.accounting.calls as accounting_calls
 from eir_dspy.paragraphs import Paragraph
 from eval.execute import run_question
 from eval.records import ResultsFile
@@ -452,6 +453,7 @@ def run_plan(fuzzer: Fuzzer, plan, results: ResultsFile, corpus=None) -> tuple[l
     return problems, questions
 
 
+@pytest.mark.slow  # thousands of calls, ~10 s
 def test_no_malformed_output_fails_a_question_in_either_setting(tiny_corpus, tmp_path):
     fuzzer, results = Fuzzer(SEED), ResultsFile(tmp_path / "results.jsonl")
     pool_problems, pool_n = run_plan(fuzzer, POOL_PLAN, results)
@@ -482,7 +484,7 @@ def test_the_checks_fail_when_lm_call_lets_unusable_output_through(monkeypatch, 
     def reraise(role, exc):
         raise exc
 
-    monkeypatch.setattr(accounting, "_unusable", reraise)
+    monkeypatch.setattr(accounting_calls, "_unusable", reraise)  # where lm_call looks it up
     problems, _ = run_plan(Fuzzer(SEED), [("direct", {}, 5, DEFAULT), ("full_pool", {}, 5, DEFAULT)],
                            ResultsFile(tmp_path / "results.jsonl"))
     assert any("the question failed" in p for p in problems)

@@ -18,7 +18,7 @@ from eval import tracking
 from programs import EIR, SSR, Direct
 from programs.call_rules import max_calls
 from tests.fake_openai import eir_reply
-from tests.scripted import act, run_program, scripted_lm, turn
+from tests.scripted import act, run_program, turn, use_lm
 from tests.test_eir import POOL, Q
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,15 +77,11 @@ def write_questions(path: Path, n: int = N) -> None:
             }) + "\n")
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
-    monkeypatch.setenv("EIR_DATA_DIR", str(tmp_path))  # the grid's relative data path resolves against it
-    write_questions(tmp_path / "data.jsonl")
-    (tmp_path / "grid.toml").write_text(GRID)
-    return tmp_path
+def fill_workdir(path: Path) -> None:
+    """What the `workdir` fixture (tests/conftest.py) writes for these tests: the questions, which the
+    grid's relative data path finds through $EIR_DATA_DIR (the fixture sets it), and the grid."""
+    write_questions(path / "data.jsonl")
+    (path / "grid.toml").write_text(GRID)
 
 
 @pytest.fixture
@@ -94,12 +90,6 @@ def compared(monkeypatch):
     calls = []
     monkeypatch.setattr(compare_module, "main", lambda argv: calls.append(argv) or {"argv": argv})
     return calls
-
-
-def use_lm(monkeypatch, fn):
-    lm = scripted_lm(fn)
-    monkeypatch.setattr(run_module, "build_lm", lambda spec: lm)
-    return lm
 
 
 def grid_runs() -> list:
@@ -372,7 +362,7 @@ def test_the_shipped_grids_hold_the_papers_conditions(full_index):
                                            "eir repair", "eir repair-unapplied"}
     assert variants("paper-corpus") == {"eir_corpus", "direct_corpus", "ssr_corpus votes=3 T=0",
                                         "reflexion_oracle_corpus trials=5", "reflexion_first_corpus trials=5"}
-    decodings = {"openai/gpt-4.1-mini": "schema", "anthropic/claude-haiku-4-5": "free"}  # README, "Decoding"
+    decodings = {"openai/gpt-4.1-mini": "schema", "anthropic/claude-haiku-4-5": "free"}  # docs/lm.md, "Decoding"
     for name in ("paper-main", "paper-ablations", "paper-corpus"):
         grid = grid_module.load_grid(ROOT / "grids" / f"{name}.toml")
         assert grid.lm_flags == {lm: {"decoding": d} for lm, d in decodings.items()}

@@ -19,15 +19,9 @@ PAPER_CORPUS = ROOT / "grids" / "paper-corpus.toml"
 PAPER_GRIDS = sorted(ROOT.glob("grids/paper-*.toml"))
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
-    monkeypatch.setenv("EIR_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv("EIR_INDEX_DIR", raising=False)
-    write_questions(tmp_path / "data.jsonl", n=3)
-    return tmp_path
+def fill_workdir(path: Path) -> None:
+    """What the `workdir` fixture (tests/conftest.py) writes for these tests: 3 questions, no grid file."""
+    write_questions(path / "data.jsonl", n=3)
 
 
 def corpus_refusal(path=PAPER_CORPUS) -> str:

@@ -18,6 +18,8 @@ import eval.run as run_module
 from tests.test_runner import ARGS, direct_reply, reply, use_lm
 from tests.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
 
+pytestmark = pytest.mark.slow  # an MLflow server and headless Chromium
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 # Without the background-networking flags Chromium keeps dialing out, which this closed network refuses.

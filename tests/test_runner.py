@@ -7,7 +7,7 @@ import pytest
 
 import eval.run as run_module
 import eval.summary as summary
-from tests.scripted import final, scripted_lm, turn
+from tests.scripted import final, turn, use_lm
 
 QUESTIONS = [
     ("q1", "Who founded Blue Moth?", "Lena Osk"),
@@ -44,18 +44,9 @@ def reply(prompt, interrupt_on=None):
     return turn("read", "no such title")
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
-    write_data(tmp_path / "data.jsonl")
-    return tmp_path
-
-
-def use_lm(monkeypatch, fn):
-    lm = scripted_lm(fn)
-    monkeypatch.setattr(run_module, "build_lm", lambda spec: lm)
-    return lm
+def fill_workdir(path):
+    """What the `workdir` fixture (tests/conftest.py) writes for these tests: the three questions."""
+    write_data(path / "data.jsonl")
 
 
 ARGS = ["--data", "data.jsonl", "--limit", "3", "--seed", "0", "--experiment", "test"]

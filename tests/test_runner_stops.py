@@ -20,7 +20,7 @@ from eval.logged_runs import select_runs
 from eval.records import wall_time
 from eval.scheduler import FailureWatch
 from tests.fake_openai import FakeOpenAI, eir_reply
-from tests.scripted import scripted_lm
+from tests.scripted import use_lm
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 12
@@ -41,14 +41,9 @@ def write_questions(path: Path, n: int = N, duplicate: bool = False) -> None:
             }) + "\n")
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")  # an earlier test in this process set another
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-fake")
-    write_questions(tmp_path / "data.jsonl")
-    return tmp_path
+def fill_workdir(path: Path) -> None:
+    """What the `workdir` fixture (tests/conftest.py) writes for these tests: N fresh questions."""
+    write_questions(path / "data.jsonl")
 
 
 def fake_args(fake: FakeOpenAI, *extra: str) -> list[str]:
@@ -83,6 +78,7 @@ def records_in(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]  # every line parses: nothing torn
 
 
+@pytest.mark.slow  # eval.run in a subprocess, a loopback server
 def test_first_ctrl_c_finishes_running_questions_keeps_them_and_resume_completes(workdir):
     with FakeOpenAI(eir_reply, delay=0.25) as fake:
         proc = start_run(workdir, fake_args(fake, "--threads", "2"))
@@ -111,6 +107,7 @@ def test_first_ctrl_c_finishes_running_questions_keeps_them_and_resume_completes
     print(f"SIGINT: {len(before)} records saved before resume, {len(after)} after")
 
 
+@pytest.mark.slow  # eval.run in a subprocess, a loopback server
 def test_second_ctrl_c_exits_at_once_and_keeps_what_finished(workdir):
     with FakeOpenAI(eir_reply, delay=1.0) as fake:
         proc = start_run(workdir, fake_args(fake))
@@ -128,6 +125,7 @@ def test_second_ctrl_c_exits_at_once_and_keeps_what_finished(workdir):
         assert mlflow.get_run(path.parent.name).info.status == "KILLED"
 
 
+@pytest.mark.slow  # a loopback server
 def test_a_run_whose_every_question_fails_alike_stops_early_and_ends_failed(workdir):
     with FakeOpenAI(eir_reply, fail=(401, "Incorrect API key provided")) as fake:
         with pytest.raises(SystemExit) as failed:
@@ -148,6 +146,7 @@ def test_a_run_whose_every_question_fails_alike_stops_early_and_ends_failed(work
     assert "sk-fake" not in json.dumps(mlflow.get_run(failed_id).data.tags)
 
 
+@pytest.mark.slow  # a loopback server
 def test_a_failed_run_is_skipped_by_comparisons_with_its_reason(workdir):
     with FakeOpenAI(eir_reply, fail=(404, "The model `fake` does not exist")) as fake:
         with pytest.raises(SystemExit):
@@ -178,6 +177,7 @@ def test_failure_watch_needs_the_same_error_and_no_success():
     assert small.add({"error": "LMUnsupportedModelError: no such model", "error_type": "LMUnsupportedModelError"}) is not None
 
 
+@pytest.mark.slow  # a loopback server that hangs for seconds
 def test_a_request_that_times_out_is_retried_not_counted_twice(workdir):
     with FakeOpenAI(eir_reply, hang_first=1, hang_seconds=4) as fake:
         out = run_module.main(fake_args(fake, "--limit", "1", "--request-timeout", "1"))
@@ -193,6 +193,7 @@ def slow_reply(prompt):
     return eir_reply(prompt)
 
 
+@pytest.mark.slow  # seconds of timed calls and pauses
 def test_wall_time_after_resume_is_the_sum_of_the_parts(workdir, monkeypatch):
     calls = {"n": 0}
 
@@ -202,14 +203,12 @@ def test_wall_time_after_resume_is_the_sum_of_the_parts(workdir, monkeypatch):
             raise KeyboardInterrupt  # killed during the third question
         return slow_reply(prompt)
 
-    lm = scripted_lm(stops_after_two_questions)
-    monkeypatch.setattr(run_module, "build_lm", lambda spec: lm)
+    use_lm(monkeypatch, stops_after_two_questions)
     with pytest.raises(SystemExit):
         run_module.main(["--data", "data.jsonl", "--limit", "4", "--experiment", "test"])
     run_id = mlflow.search_runs(experiment_names=["test"], output_format="list")[0].info.run_id
     time.sleep(0.5)  # time between the parts is not run time
-    lm = scripted_lm(slow_reply)
-    monkeypatch.setattr(run_module, "build_lm", lambda spec: lm)
+    use_lm(monkeypatch, slow_reply)
     t0 = time.perf_counter()
     out = run_module.main(["--resume", run_id, "--experiment", "test"])
     second_part = time.perf_counter() - t0
@@ -242,8 +241,7 @@ def reflexion_reply(prompt):
 
 
 def test_resuming_an_orphan_reflexion_first_run_completes_both(workdir, monkeypatch):
-    lm = scripted_lm(reflexion_reply)
-    monkeypatch.setattr(run_module, "build_lm", lambda spec: lm)
+    use_lm(monkeypatch, reflexion_reply)
     real_log_results = tracking.log_results
 
     def killed_while_logging_the_variant(records, metrics, path):
@@ -271,6 +269,7 @@ def test_resuming_an_orphan_reflexion_first_run_completes_both(workdir, monkeypa
     assert len(mlflow.search_runs(experiment_names=["test"], output_format="list")) == 2
 
 
+@pytest.mark.slow  # a loopback server
 def test_a_served_model_gets_the_token_cap_it_understands(workdir):
     # llama.cpp's OpenAI-compatible server reads `max_tokens`, not `max_completion_tokens`.
     with FakeOpenAI(eir_reply) as fake:

@@ -16,9 +16,9 @@ from eval.analyze.recovery import (CONVERSION_HEAD, CONVERSION_NOTE, answering_r
                                    conversion_rows, final_call, incomplete_errors, rescored, run_step)
 from eval.analyze.report import POOLED, Context, Report, pooled_run
 from eval.analyze.sources import questions_of
+from eval.formatting import markdown
 from eval.logged_runs import LoggedRun
 from eval.schema import Question
-from eval.tables import markdown
 
 NAME = "added-support"
 PAPER = "F.2, Table 16"

@@ -17,8 +17,8 @@ from collections import Counter
 from pathlib import Path
 
 from eval.analyze.report import Context, Report, corpus_note
+from eval.formatting import markdown, number, pct
 from eval.logged_runs import LoggedRun, SelectionError
-from eval.tables import markdown
 
 NAME = "calls-after-support"
 PAPER = "Table 21"
@@ -85,7 +85,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         by_role = {role: sum(c[role] for c in counters) / len(counters) if counters else float("nan") for role in roles}
         share = total / calls if calls else float("nan")
         rows.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(n), str(len(counters)),
-                     str(n - len(counters)), _num(mean), *(_num(by_role[r]) for r in roles), _num(100 * share, 1)])
+                     str(n - len(counters)), number(mean, 2), *(number(by_role[r], 2) for r in roles), pct(share)])
         report.metrics.update({f"support_read/{key}": len(counters), f"support_never_read/{key}": n - len(counters),
                                f"calls_after_support_mean/{key}": mean, f"calls_after_support_share/{key}": share,
                                **{f"calls_after_support_{r}/{key}": v for r, v in by_role.items()}})
@@ -99,7 +99,3 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         "the per-role columns: mean calls after support was complete, over the questions with support read. "
         "% of calls: those calls as a share of all calls of the questions analysed.\n")
     return report
-
-
-def _num(x: float, digits: int = 2) -> str:
-    return "–" if x != x else f"{x:.{digits}f}"

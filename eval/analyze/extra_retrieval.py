@@ -16,9 +16,9 @@ from eval.analyze.model_selected import NO_READ, extra_reads
 from eval.analyze.recovery import answering_runs, calls_added, calls_row, calls_table, rescored, run_step
 from eval.analyze.report import POOLED, Context, Report, pooled_run
 from eval.analyze.sources import questions_of, require_fields
+from eval.formatting import markdown
 from eval.logged_runs import LoggedRun
 from eval.stats import mcnemar_exact, paired_bootstrap
-from eval.tables import markdown
 from programs.extra_reads import MAX_EXTRA_READS
 
 NAME = "extra-retrieval"

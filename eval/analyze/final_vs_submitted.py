@@ -16,11 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.analyze.report import Context, Report, corpus_note
+from eval.formatting import fmt_p, markdown
 from eval.logged_runs import LoggedRun, SelectionError
 from eval.metrics import score_question
 from eval.schema import Question
 from eval.stats import mcnemar_exact, paired_bootstrap
-from eval.tables import fmt_p, markdown
 
 NAME = "final-vs-submitted"
 PAPER = "H.4"

@@ -21,9 +21,10 @@ from pathlib import Path
 
 from eir_dspy import rejection
 from eval.analyze.report import Context, Report
+from eval.comparison import records_by_id
+from eval.formatting import fmt_p, markdown, pct
 from eval.logged_runs import LoggedRun
 from eval.stats import mcnemar_exact, paired_bootstrap, proportion
-from eval.tables import fmt_p, markdown
 
 NAME = "parse-failures"
 PAPER = "C.2"
@@ -77,7 +78,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         failed = sum(s == FAILED for s in found.values())
         share = proportion(sum(s == UNREADABLE for s in found.values()), len(found) - failed)
         rows.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(len(found)), str(failed),
-                     str(share.k), _pct(share.share), f"[{_pct(share.low)}, {_pct(share.high)}]"])
+                     str(share.k), pct(share.share), f"[{pct(share.low)}, {pct(share.high)}]"])
         report.metrics.update({f"unreadable/{key}": share.k, f"unreadable_share/{key}": share.share,
                                f"failed/{key}": failed})
     head = ["method", "dataset", "LM", "n", "failed", "unreadable", "unreadable %", "95% CI (Wilson)"]
@@ -101,7 +102,7 @@ def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Con
             if is_eir(base) or (base.dataset, base.lm, base.setting, base.decoding) != \
                     (eir.dataset, eir.lm, eir.setting, eir.decoding):
                 continue
-            a, b = {r["id"]: r for r in eir.records}, {r["id"]: r for r in base.records}
+            a, b = records_by_id(eir), records_by_id(base)
             shared = [q for q in a if q in b]
             kept = [q for q in shared if statuses[eir.run_id][q] == READABLE == statuses[base.run_id][q]]
             pair = f"{keys[eir.run_id]}/vs/{keys[base.run_id]}"
@@ -140,7 +141,3 @@ def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Con
 def _key(run: LoggedRun, taken) -> str:
     key = "/".join((run.method, run.dataset, run.lm))
     return key + f"/{run.run_id}" if key in taken else key  # two runs of one condition stay apart
-
-
-def _pct(share: float) -> str:
-    return "–" if share != share else f"{100 * share:.1f}"

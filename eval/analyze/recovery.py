@@ -20,16 +20,16 @@ import mlflow
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.evidence import EvidenceStore
 from eval import tracking
-from eval.analyze.availability import missing_gold
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import questions_of, require_fields, run_lm
+from eval.error_analysis import em_errors, missing_gold
+from eval.formatting import markdown, pct
 from eval.logged_runs import LoggedRun, SelectionError
 from eval.metrics import score_question
 from eval.records import ResultsFile
 from eval.scheduler import run_all
 from eval.schema import Question
 from eval.stats import mcnemar_exact, paired_bootstrap, proportion
-from eval.tables import markdown
 from programs.answer import AnswerFromEvidence
 
 # A step's work on one question: (source record, its question) -> what to keep (answer, citations, ...).
@@ -52,7 +52,7 @@ def answering_runs(runs: list[LoggedRun], report: Report) -> list[LoggedRun]:
 def incomplete_errors(run: LoggedRun) -> list[dict]:
     """F.2/F.3's questions: EM errors with at least one annotated supporting paragraph unread
     (chosen by the labels; nothing of them reaches the model)."""
-    return [r for r in require_fields(run, "evidence") if r["em"] < 1 and missing_gold(r) > 0 and not r.get("error")]
+    return [r for r in em_errors(require_fields(run, "evidence")) if missing_gold(r) > 0]
 
 
 def run_step(step: str, run: LoggedRun, records: list[dict], work: Work, context: Context) -> dict[str, dict]:
@@ -142,8 +142,8 @@ def conversion_rows(run: LoggedRun, records: list[dict], arms: dict[str, list[fl
         vs = mcnemar_exact(before_em, [e >= 1 for e in em])
         boot = paired_bootstrap([100 * f for f in before_f1], [100 * f for f in after_f1[arm]], context.resamples,
                                 context.seed)
-        rows.append([run.method, run.dataset, lm, arm, str(len(records)), f"{conv.k} ({_pct(conv.share)})",
-                     f"[{_pct(conv.low)}, {_pct(conv.high)}]",
+        rows.append([run.method, run.dataset, lm, arm, str(len(records)), f"{conv.k} ({pct(conv.share)})",
+                     f"[{pct(conv.low)}, {pct(conv.high)}]",
                      f"{vs.b} / {vs.c}", _p(vs.p),
                      f"{100 * mean(before_f1):.1f}", f"{100 * mean(after_f1[arm]):.1f}",
                      f"{boot.diff:+.1f} [{boot.low:+.1f}, {boot.high:+.1f}]"])
@@ -181,8 +181,4 @@ def calls_row(run: LoggedRun, step: str, entries: list[dict]) -> list[str]:
 def _p(p: float) -> str:
     """A p-value readable at the paper's sizes (2 * 0.5^335 is about 3e-101)."""
     return f"{p:.4f}" if p >= 1e-4 else f"{p:.2e}"
-
-
-def _pct(share: float) -> str:
-    return "–" if share != share else f"{100 * share:.1f}"
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from eir_dspy import rejection
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import require_fields
+from eval.formatting import markdown
 from eval.logged_runs import LoggedRun
-from eval.tables import markdown
 
 NAME = "rejections"
 PAPER = "Table 22"

@@ -4,12 +4,11 @@ and the LM they ran with."""
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 import dspy
 
-from eir_dspy.lm import LOCAL_DEFAULT, DEFAULT_REQUEST_TIMEOUT, DecodingAdapter, LMSpec, build_lm
+from eir_dspy.lm import DecodingAdapter, build_lm
 from eval.data import DataError, load_file, resolve_data_file
 from eval.logged_runs import LoggedRun, SelectionError
 from eval.schema import Question
@@ -18,7 +17,7 @@ from eval.schema import Question
 def questions_of(run: LoggedRun, data: str | None = None) -> dict[str, Question]:
     """The benchmark questions of `run`'s records, by id: from `data` if given, else the file the run
     recorded, else the file of that name under $EIR_DATA_DIR (a run made on another machine)."""
-    recorded = run.config.get("data_file")
+    recorded = run.config.data_file
     if data is not None:
         path = resolve_data_file(run.dataset, data)
     elif recorded and Path(recorded).is_file():
@@ -44,21 +43,13 @@ def questions_of(run: LoggedRun, data: str | None = None) -> dict[str, Question]
 
 
 def run_lm(run: LoggedRun, threads: int = 1) -> tuple[dspy.LM, DecodingAdapter]:
-    """The run's LM and adapter, rebuilt from its saved settings (model, path, endpoints, temperature,
-    max tokens, decoding, the embedded engine), with no response cache: every call an analysis makes
-    is a fresh model call. `threads`: questions the analysis re-answers at once (the embedded
-    server's slots)."""
-    c = run.config
-    api_base = c.get("api_base")
-    spec = LMSpec(c["lm_model"], c.get("lm_path"), tuple(api_base) if isinstance(api_base, list) else api_base,
-                  c["temperature"], c["max_tokens"], request_timeout=c.get("request_timeout", DEFAULT_REQUEST_TIMEOUT),
-                  price_in=c.get("price_in"), price_out=c.get("price_out"))
-    decoding = c.get("decoding") or (LOCAL_DEFAULT if spec.is_local else None)
-    # A run saved before the managed server existed ran in-process; re-answer it the same way.
-    spec = LMSpec(**{**spec.__dict__, "decoding": decoding, "engine": c.get("engine", "inprocess"), "slots": threads,
-                     "server_args": tuple(shlex.split(c.get("server_args") or ""))})
+    """The run's LM and adapter, rebuilt from its config (model, path, endpoints, temperature, max
+    tokens, decoding, the embedded engine; a run logged by an earlier version as RunConfig.from_dict
+    reads it), with no response cache: every call an analysis makes is a fresh model call.
+    `threads`: questions the analysis re-answers at once (the embedded server's slots)."""
+    spec = run.config.lm.spec(threads)
     lm = build_lm(spec)
-    return lm.copy(cache=False), DecodingAdapter(decoding or "free")
+    return lm.copy(cache=False), DecodingAdapter(spec.decoding or "free")
 
 
 def require_fields(run: LoggedRun, *fields: str) -> list[dict]:

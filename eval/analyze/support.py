@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.analyze.report import Context, Report
-from eval.comparison import QuestionSetMismatch, paired_ids
+from eval.comparison import QuestionSetMismatch, paired_ids, records_by_id
+from eval.formatting import column_name, fmt_p, markdown, number
 from eval.logged_runs import LoggedRun, SelectionError
 from eval.stats import holm, mcnemar_exact, paired_bootstrap
-from eval.tables import fmt_p, markdown
 
 NAME = "support"
 PAPER = "Tables 5, 8"
@@ -42,11 +42,6 @@ def base_label(run: LoggedRun) -> str:
 
 def column_of(run: LoggedRun) -> Column:
     return run.setting, run.dataset, run.lm
-
-
-def column_name(column: Column) -> str:
-    setting, dataset, lm = column
-    return f"{dataset} · {lm.rsplit('/', 1)[-1]}" + (f" · {setting}" if setting != "pool" else "")
 
 
 def place(runs: list[LoggedRun], notes: list[str]) -> dict[tuple[str, Column], LoggedRun]:
@@ -83,7 +78,7 @@ def compare(eir: LoggedRun, other: LoggedRun, context: Context, notes: list[str]
         if getattr(eir, what) != getattr(other, what):
             notes.append(f"{column_name(column_of(eir))}: EIR and {other.label} differ in {what} "
                          f"({getattr(eir, what)} vs {getattr(other, what)}); compared all the same")
-    by_eir, by_other = _by_id(eir), _by_id(other)
+    by_eir, by_other = records_by_id(eir), records_by_id(other)
     # Baseline first: the bootstrap's difference is other − baseline, here EIR − the other method.
     result = paired_bootstrap([100 * by_other[i]["support_f1"] for i in ids],
                               [100 * by_eir[i]["support_f1"] for i in ids], context.resamples, context.seed)
@@ -102,7 +97,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     for (label, column), run in sorted(placed.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         mean = 100 * sum(r["support_f1"] for r in run.records) / len(run.records)
         em = _em_mean(run.records)
-        rows.append([column_name(column), label, run.run_id, str(len(run.records)), f"{mean:.1f}", _num(em)])
+        rows.append([column_name(column), label, run.run_id, str(len(run.records)), f"{mean:.1f}", number(em)])
         report.metrics[f"support_f1/{label}/{'/'.join(column)}"] = mean
         report.metrics[f"support_em/{label}/{'/'.join(column)}"] = em
         report.metrics[f"n/{label}/{'/'.join(column)}"] = len(run.records)
@@ -141,7 +136,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
 
 
 def _row(column: Column, other: str, ids, b, holm_p, placed, report: Report) -> list[str]:
-    eir_by, base_by = _by_id(placed[EIR, column]), _by_id(placed[other, column])
+    eir_by, base_by = records_by_id(placed[EIR, column]), records_by_id(placed[other, column])
     eir_mean = 100 * sum(eir_by[i]["support_f1"] for i in ids) / len(ids)
     base_mean = 100 * sum(base_by[i]["support_f1"] for i in ids) / len(ids)
     row = [column_name(column), other, str(len(ids)), f"{eir_mean:.1f}", f"{base_mean:.1f}",
@@ -168,11 +163,3 @@ def _row(column: Column, other: str, ids, b, holm_p, placed, report: Report) -> 
 def _em_mean(records) -> float:
     values = [r.get(EM_KEY) for r in records]
     return float("nan") if None in values else 100 * sum(values) / len(values)
-
-
-def _num(x: float) -> str:
-    return "–" if x != x else f"{x:.1f}"
-
-
-def _by_id(run: LoggedRun) -> dict[str, dict]:
-    return {r["id"]: r for r in run.records}

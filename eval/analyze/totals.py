@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.analyze.report import POOLED, Context, Report, corpus_note
+from eval.formatting import markdown
 from eval.logged_runs import LoggedRun
-from eval.tables import markdown
 
 NAME = "totals"
 PAPER = "Table 19"

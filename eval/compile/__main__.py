@@ -162,9 +162,9 @@ def _score(phase: str, program: dspy.Module, lm, train, dev, args) -> dict[str, 
 
 def _default_options(method: str) -> dict:
     """The method's options as eval.run resolves them with no option flags (what --program checks)."""
-    from eval.run import method_options, parse_args as run_args
+    from eval.run_config import options_for
 
-    return method_options(run_args(["--method", method]))
+    return options_for(method)
 
 
 def _needs_oracle(method: str) -> bool:

@@ -1,10 +1,10 @@
 """Running a grid's cells (eval/grid/spec.py builds them), then comparing them.
 
-Every cell is an ordinary `python -m eval.run` run (in this process, through `eval.run.main`) in
+Every cell is an ordinary eval.run run (in this process: `eval.run.run` on the cell's RunConfig) in
 the grid's MLflow experiment, tagged `eir.grid_cell` (the cell's key) and `eir.grid` (the file's
 stem). Running the same file again continues it: a cell with a FINISHED run is skipped, a cell
-whose newest run is KILLED, FAILED or RUNNING (a killed process leaves RUNNING) is resumed with
-`--resume RUN_ID` (so never run one grid in two processes at once), any other cell starts. When
+whose newest run is KILLED, FAILED or RUNNING (a killed process leaves RUNNING) is resumed as
+`--resume RUN_ID` would (so never run one grid in two processes at once), any other cell starts. When
 every cell has run, `eval.compare` prints and writes the tables and plots for the experiment.
 `--dry-run` lists the cells, their status and an upper bound on their LM calls
 (programs/call_rules.py) and runs nothing; for a paper grid it ends with the data errors a run
@@ -24,6 +24,7 @@ import json
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,7 @@ import eval.run as run_module
 from eval import tracking
 from eval.grid.paper import DataCheck
 from eval.grid.spec import Cell, Grid, check_data
+from eval.run_config import RunConfig
 
 CELL_TAG = "eir.grid_cell"
 GRID_TAG = "eir.grid"
@@ -76,7 +78,7 @@ def cell_state(cell: Cell, runs: list, questions: int | None = None) -> CellStat
     if finished:
         run = finished[0]
         try:
-            ran = int(json.loads(run.data.tags[tracking.CONFIG_TAG])["n"])
+            ran = RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG]).n
         except (KeyError, ValueError, TypeError):
             ran = total
         return CellState("finished", run.info.run_id, ran, ran)
@@ -212,9 +214,15 @@ def _run_cell(grid: Grid, cell: Cell, states: dict[int, CellState], progress: Pr
         return None
     doing = f"resume run {state.run_id} ({state.done}/{state.total} questions saved)" if state.run_id else "start"
     _say(f"{head} {doing}: {cell.title} | {progress.line()}")
-    argv = grid.argv(cell) if state.status == "new" else _resume_argv(grid, cell, state.run_id)
+    tags, how = {CELL_TAG: cell.key, GRID_TAG: grid.name}, _how(grid, cell)
+
+    def start() -> dict:
+        if state.status == "new":
+            return run_module.run(grid.run_config(cell), tags=tags, **how)
+        return run_module.run(None, resume=state.run_id, tags=tags, **how)
+
     before, t0 = state.done, time.perf_counter()
-    outcome = _call_eval_run(argv, {CELL_TAG: cell.key, GRID_TAG: grid.name})
+    outcome = _call_eval_run(start)
     _end_active_run("KILLED" if outcome == "interrupted" else "FAILED")
     states[cell.number] = after = cell_state(cell, logged_runs(grid.experiment).get(cell.key, []), questions)
     progress.add(time.perf_counter() - t0, after.done - before)
@@ -231,10 +239,10 @@ def _run_cell(grid: Grid, cell: Cell, states: dict[int, CellState], progress: Pr
     return outcome
 
 
-def _call_eval_run(argv: list[str], tags: dict) -> str | None:
-    """eval.run.main in this process: None when it returned, "interrupted" on Ctrl-C, else the failure."""
+def _call_eval_run(start: Callable[[], object]) -> str | None:
+    """eval.run's `run` in this process: None when it returned, "interrupted" on Ctrl-C, else the failure."""
     try:
-        run_module.main(argv, tags=tags)
+        start()
     except KeyboardInterrupt:
         return "interrupted"
     except SystemExit as exc:
@@ -247,13 +255,11 @@ def _call_eval_run(argv: list[str], tags: dict) -> str | None:
     return None
 
 
-def _resume_argv(grid: Grid, cell: Cell, run_id: str) -> list[str]:
-    argv = ["--resume", run_id, "--experiment", grid.experiment]
-    if "out" in cell.flags:  # where a corpus index is looked for; the results path is in the run
-        argv += ["--out", str(cell.flags["out"])]
-    if cell.flags.get("trace"):
-        argv += ["--trace"]
-    return argv
+def _how(grid: Grid, cell: Cell) -> dict:
+    """How the cell runs, started or resumed (not part of its condition): the experiment, where its
+    results go (and a corpus index is looked for; a resumed run keeps its results path) and --trace."""
+    return {"experiment": grid.experiment, "out": str(cell.flags.get("out", run_module.DEFAULT_OUT)),
+            "trace": bool(cell.flags.get("trace", False))}
 
 
 def _end_active_run(status: str) -> None:

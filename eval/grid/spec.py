@@ -43,7 +43,7 @@ have been compiled for the entry's method and options. A method option the metho
 (`votes` for eir, an ablation of a method without ablations), a corpus setting for a method or
 dataset without one, a data file that is the HotpotQA acceptance holdout, an LM named twice, and
 two entries giving the same cell are errors. Family and reference names are variants
-(eval.tracking.variant: `eir`, `eir H=8`, `eir no-list-feedback`, `ssr votes=3 T=0.7`,
+(eval.run_config.RunConfig.variant: `eir`, `eir H=8`, `eir no-list-feedback`, `ssr votes=3 T=0.7`,
 `reflexion_oracle trials=5`, `eir_corpus`, `eir decoding=free` for a decoding other than the LM's
 default, ...) and must be ones the grid runs.
 
@@ -68,17 +68,16 @@ import json
 import os
 import shlex
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import eval.run as run_module
 from eir_dspy.lm import LOCAL_DEFAULT
 from eir_dspy.lm.local_models import MODELS as LOCAL_MODELS
-from eval import tracking
-from eval.compile.program_file import ProgramFileError, check_fits, read_meta
 from eval.corpus import FULL
 from eval.data import DATASETS, HOLDOUT_FILES
 from eval.grid.paper import corpus_problem
+from eval.run_config import RunConfig, compiled_program, options_for
 from programs import CORPUS_METHODS, METHODS
 from programs.call_rules import max_calls
 
@@ -90,7 +89,7 @@ METHOD_OPTIONS = ("ablation", "votes", "verifier_temperature", "trials")  # take
 PROGRAM = "program"  # a compiled program file: it fits one method, so only a [[methods]] entry names it
 NOT_IN_KEY = ("threads", "request_timeout", "trace", "out")  # how a run runs, not what it measures
 LIST_FLAGS = ("api_base",)  # eval.run flags taking several values
-DEFAULTS = vars(run_module.parse_args([]))  # every eval.run flag (argparse dest) and its default
+DEFAULTS = run_module.flag_defaults()  # every eval.run flag (argparse dest) and its default
 FLAGS = tuple(k for k in DEFAULTS if k not in GRID_FLAGS)
 
 
@@ -109,7 +108,8 @@ class Cell:
     n: int
     flags: dict  # [run]'s, the LM's and the method entry's flags, merged (in that order, later wins), as eval.run dests
     data: str | None  # --data as the file writes it
-    argv: tuple[str, ...]  # eval.run argv without --experiment and --data
+    argv: tuple[str, ...]  # eval.run argv without --experiment and --data (the same run on the command line)
+    config: RunConfig  # the run's condition, as eval.run's flags make it (its data file: Grid.run_config)
     key: str
     variants: tuple[str, ...]  # the variant names its MLflow runs get (Reflexion: two)
     certain: bool  # False when a variant depends on a default decoding we could not determine offline
@@ -150,8 +150,17 @@ class Grid:
         return str(path)
 
     def argv(self, cell: Cell) -> list[str]:
+        """The cell as a `python -m eval.run` command line."""
         data = self.data_path(cell.dataset)
         return [*cell.argv, *(["--data", data] if data else []), "--experiment", self.experiment]
+
+    def run_config(self, cell: Cell) -> RunConfig:
+        """The config eval.run's `run` starts the cell with: its data path resolved now (against
+        $EIR_DATA_DIR), and its program file read now, as `python -m eval.run` would at this moment."""
+        config = replace(cell.config, data_file=self.data_path(cell.dataset))
+        if config.program:
+            config = replace(config, program=compiled_program(cell.flags[PROGRAM], config.method, config.options))
+        return config
 
     @property
     def command(self) -> str:
@@ -309,15 +318,10 @@ def _check_condition(method: str, flags: dict, datasets: list[str], label: str, 
     if setting == "corpus" and any(d != "hotpotqa" for d in datasets):
         raise fail(f"{label}: the corpus setting is HotpotQA only; datasets are {datasets}")
     args = _parse(["--method", method, *_flag_argv(flags)], label, fail)
-    try:
-        options = run_module.method_options(args)
+    try:  # the method's options, and a program file that fits them
+        RunConfig.from_args(args)
     except SystemExit as exc:
         raise fail(f"{label}: {str(exc.code).removeprefix('error: ')}") from None
-    if args.program:
-        try:
-            check_fits(read_meta(args.program), args.program, method, options)
-        except ProgramFileError as exc:
-            raise fail(f"{label}: {exc}") from None
 
 
 # ---------------------------------------------------------------- cells
@@ -344,21 +348,21 @@ def _cell(grid: Grid, number: int, entry_index: int, method: str, flags: dict, d
     argv = ["--method", method, "--dataset", dataset, "--lm", lm, "--budget", str(budget), "--limit", str(grid.n),
             "--seed", str(grid.seed), *_flag_argv(flags)]
     args = run_module.parse_args(argv)  # validated already (per entry and LM); the grid's own values are well-typed
-    options = run_module.method_options(args)
-    variants, certain = _variants(method, budget, options, args)
+    config = RunConfig.from_args(args)
+    variants, certain = _variants(config)
     return Cell(number=number, entry=entry_index, method=method, dataset=dataset, lm=lm, budget=budget, n=grid.n,
-                flags=dict(flags), data=grid.data.get(dataset), argv=tuple(argv),
-                key=_key(grid, method, flags, args, options), variants=variants, certain=certain,
-                calls_per_question=max_calls(method, budget, setting=args.setting, **options))
+                flags=dict(flags), data=grid.data.get(dataset), argv=tuple(argv), config=config,
+                key=_key(grid, method, flags, args, config.options), variants=variants, certain=certain,
+                calls_per_question=max_calls(method, budget, setting=config.setting, **config.options))
 
 
-def _key(grid: Grid, method: str, flags: dict, args: argparse.Namespace, options: dict) -> str:
+def _key(grid: Grid, method: str, flags: dict, args: argparse.Namespace, options) -> str:
     """The cell's key: what the run measures, as canonical JSON (see the module docstring)."""
     key = {"method": method, "dataset": args.dataset, "lm": args.lm, "budget": args.budget, "limit": grid.n,
            "seed": grid.seed}
     if grid.data.get(args.dataset) is not None:
         key["data"] = grid.data[args.dataset]
-    defaults = run_module.method_options(run_module.parse_args(["--method", method, "--setting", args.setting]))
+    defaults = options_for(method, args.setting)
     for name in flags:
         if name in METHOD_OPTIONS:
             if options[name] != defaults[name]:  # validated: the method takes it
@@ -370,21 +374,19 @@ def _key(grid: Grid, method: str, flags: dict, args: argparse.Namespace, options
     return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
 
-def _variants(method: str, budget: int, options: dict, args: argparse.Namespace) -> tuple[tuple[str, ...], bool]:
-    """The variant names eval.run gives this cell's runs (eval.tracking.variant on the config it builds)."""
+def _variants(config: RunConfig) -> tuple[tuple[str, ...], bool]:
+    """The variant names eval.run gives this cell's runs (RunConfig.variant once the run has labelled it)."""
     # eval.run labels a run with its decoding when it differs from the LM's default; with no
     # --decoding the run takes the default, so no label. A default we cannot tell offline counts as
     # different (labelled), and the name is marked uncertain.
-    default = _default_decoding(args.lm, args.lm_path) if args.decoding is not None else None
-    certain = args.decoding is None or default is not None
-    config = {"method": method, "options": options, "budget": budget, "setting": args.setting,
-              "decoding": args.decoding, "default_decoding": default,
-              "program": {"name": read_meta(args.program)["name"]} if args.program else None}
-    labels = [getattr(METHODS[method], "label", method)]
-    if method == "reflexion":
+    decoding = config.lm.decoding
+    default = _default_decoding(config.lm.model, config.lm.path) if decoding is not None else None
+    certain = decoding is None or default is not None
+    config = replace(config, default_decoding=default)
+    labels = [getattr(METHODS[config.method], "label", config.method)]
+    if config.method == "reflexion":
         labels.append("reflexion_first")  # one reflexion run logs its first trial as a second run
-    names = tuple(tracking.variant({**config, "label": tracking.setting_label(label, config)}) for label in labels)
-    return names, certain
+    return tuple(config.with_label(label).variant for label in labels), certain
 
 
 @functools.cache
