@@ -46,6 +46,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--intersection", action="store_true",
                    help="pair runs on the questions they share instead of refusing different question sets")
+    p.add_argument("--stopped", action="store_true",
+                   help="also compare runs stopped by Ctrl-C (KILLED) on the questions they finished; implies "
+                        "--intersection (each pair on the questions both finished)")
     p.add_argument("--resamples", type=int, default=BOOTSTRAP_RESAMPLES)
     p.add_argument("--seed", type=int, default=BOOTSTRAP_SEED,
                    help=f"bootstrap seed (default {BOOTSTRAP_SEED}, the paper's; logged as bootstrap_seed)")
@@ -112,8 +115,9 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     uri = tracking.use_tracking_uri()
     try:
-        runs, notes = select_runs(args.experiment, args.runs, args.filter, args.methods)
-        grid = compare(runs, args.reference, families(args), args.alpha, args.intersection, args.resamples, args.seed)
+        runs, notes = select_runs(args.experiment, args.runs, args.filter, args.methods, stopped=args.stopped)
+        grid = compare(runs, args.reference, families(args), args.alpha, args.intersection or args.stopped,
+                       args.resamples, args.seed)
         diffs = diff_runs(grid, *args.diff) if args.diff else []
     except (SelectionError, FamilyError) as exc:
         raise SystemExit(f"error: {exc}") from None
@@ -152,7 +156,7 @@ def main(argv: list[str] | None = None) -> dict:
             groups = "; ".join(f"{f.name}: {f.grouping}" for f in grid.families)
             mlflow.log_params({"reference": grid.reference, "families": names[:6000], "holm_groups": groups[:6000],
                                "holm_unformed": "p=1", "alpha": grid.alpha,
-                               "intersection": grid.intersection, "bootstrap_resamples": grid.resamples,
+                               "intersection": grid.intersection, "stopped_runs": args.stopped, "bootstrap_resamples": grid.resamples,
                                "bootstrap_seed": grid.seed, "runs_compared": len(grid.runs),
                                "filter": args.filter or "(none)"})
             mlflow.log_metrics(metrics)

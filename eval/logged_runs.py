@@ -46,7 +46,8 @@ class LoggedRun:
         return frozenset(r["id"] for r in self.records)
 
 
-def load_run(run: Run) -> LoggedRun:
+def load_run(run: Run, records: list[dict] | None = None) -> LoggedRun:
+    """A finished run with its logged records, or a stopped one with the `records` it finished."""
     config = RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG])
     return LoggedRun(
         run_id=run.info.run_id,
@@ -58,7 +59,7 @@ def load_run(run: Run) -> LoggedRun:
         budget=config.budget,
         start_time=run.info.start_time,
         metrics=dict(run.data.metrics),
-        records=tuple(_results(run)),
+        records=tuple(_results(run) if records is None else records),
         sweep=config.sweep,
         label=config.label,
         ablation=config.options.get("ablation") or "none",
@@ -69,8 +70,9 @@ def load_run(run: Run) -> LoggedRun:
 
 
 def select_runs(experiment: str | None = None, run_ids: list[str] | None = None, filter_string: str = "",
-                methods: list[str] | None = None) -> tuple[list[LoggedRun], list[str]]:
+                methods: list[str] | None = None, stopped: bool = False) -> tuple[list[LoggedRun], list[str]]:
     """Finished eval.run runs (by id, or all of an experiment matching an MLflow filter), newest first.
+    `stopped`: also the runs stopped by Ctrl-C (KILLED), with the questions they finished.
 
     Returns the runs and notes on what was skipped, so the caller can say why a run is missing.
     """
@@ -101,6 +103,16 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
             continue
         if tracking.CONFIG_TAG not in run.data.tags:
             raise SelectionError(f"{label} was not made by eval.run (no {tracking.CONFIG_TAG} tag)")
+        if stopped and run.info.status == "KILLED":
+            records = _finished_so_far(run)
+            if records:
+                notes.append(f"included {label}: stopped (KILLED) after {len(records)} of its "
+                             f"{RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG]).n} questions; "
+                             "compared on the questions both runs of a pair finished")
+                logged = load_run(run, records)
+                if not methods or logged.method in methods or logged.label in methods:
+                    loaded.append(logged)
+                continue
         if run.info.status != "FINISHED":
             why = run.data.tags.get(tracking.FAILURE_TAG)
             notes.append(f"skipped {label}: status {run.info.status}" + (f": {why}" if why else "")
@@ -114,6 +126,24 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
         where = f"runs {run_ids}" if run_ids else f"experiment {experiment!r}" + (f" with {filter_string!r}" if filter_string else "")
         raise SelectionError(f"no finished eval.run runs in {where}" + (f" (methods {methods})" if methods else ""))
     return loaded, notes
+
+
+def _finished_so_far(run: Run) -> list[dict]:
+    """A stopped run's records: its results file as the runner wrote it (each question appended as it
+    finished; a question run again on resume replaces its earlier record)."""
+    path = Path(run.data.tags[tracking.RESULTS_TAG])
+    if not path.exists():
+        raise SelectionError(f"run {run.info.run_id} ({run.info.run_name}) was stopped; its finished questions are in "
+                             f"{path}, which is not here (run eval.compare where the run was made)")
+    by_id: dict[str, dict] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SelectionError(f"{path}, line {number}: not JSON ({exc.msg})") from None
+            by_id[record["id"]] = record
+    return list(by_id.values())
 
 
 def _results(run: Run) -> list[dict]:

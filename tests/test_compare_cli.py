@@ -102,3 +102,27 @@ def test_compare_takes_named_families_from_the_command_line_or_a_toml_file(workd
     with pytest.raises(SystemExit, match="family 'mine' is defined more than once"):
         compare_module.main(["--experiment", "test", "--no-log", "--family", "mine", "eir vs direct",
                              "--family", "mine", "eir vs full_pool"])
+
+
+def test_stopped_runs_are_compared_on_the_questions_they_finished_only_when_asked(workdir, monkeypatch, capsys):
+    ids = make_runs(monkeypatch)
+    # Make the direct run one stopped by Ctrl-C after q2 and q3: KILLED, its results file holding those two
+    # (q2 twice: a failed first attempt replaced on resume).
+    direct = mlflow.get_run(ids["direct"])
+    path = workdir / direct.data.tags["eir.results_path"] if not direct.data.tags["eir.results_path"].startswith("/") \
+        else direct.data.tags["eir.results_path"]
+    lines = open(path).read().splitlines()
+    first_q2 = {**json.loads(lines[1]), "prediction": "", "error": "ProviderError: timed out"}
+    open(path, "w").write("\n".join([json.dumps(first_q2), lines[1], lines[2]]) + "\n")
+    mlflow.MlflowClient().set_terminated(ids["direct"], "KILLED")
+    runs = ["--runs", ids["eir"], ids["direct"], "--no-log", "--resamples", "200"]
+
+    out = compare_module.main(runs)  # without --stopped the stopped run is left out, with why
+    assert not out["grid"].comparisons
+    assert any("status KILLED" in n and "--resume" in n for n in out["grid"].notes)
+
+    out = compare_module.main(runs + ["--stopped"])
+    (comparison,) = out["grid"].comparisons
+    assert sorted(comparison.ids) == ["q2", "q3"]  # the questions both finished
+    assert comparison.f1.diff == pytest.approx(50.0)  # eir: q2 wrong, q3 right; direct: both wrong
+    assert any("stopped (KILLED) after 2 of its 3 questions" in n for n in out["grid"].notes)
