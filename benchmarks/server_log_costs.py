@@ -1,7 +1,7 @@
 """What the managed llama-server spent, read from its own log: prompt tokens it evaluated (the
 prefix cache leaves the rest out), tokens it generated, and the seconds each took.
 
-    python benchmarks/server_log_costs.py ~/.cache/eir-dspy/llama-server/logs/portNNNN-XXXX.log [--questions N]
+    python benchmarks/server_log_costs.py ~/.cache/eir-dspy/llama-server/logs/portNNNN-XXXX.log [...] [--questions N]
 
 Each run's server writes one log (its path is in the run's error messages and in `ls -t` of the
 log folder). A run's records count every prompt token sent; only the server knows how many the
@@ -35,17 +35,21 @@ def costs(log: Path) -> dict[str, float]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("log", type=Path)
+    p.add_argument("logs", type=Path, nargs="+", help="one run's server log, or every log of a run resumed several times")
     p.add_argument("--questions", type=int, default=None, help="divide by this many questions")
-    args = p.parse_args()
-    c = costs(args.log)
-    if not c["calls"]:
-        raise SystemExit(f"error: {args.log} holds no llama-server timing lines")
+    args = p.parse_args(argv)
+    c = {k: 0 for k in ("calls", "prompt_evaluated", "prompt_s", "generated", "generation_s")}
+    for log in args.logs:
+        one = costs(log)
+        if not one["calls"]:
+            raise SystemExit(f"error: {log} holds no llama-server timing lines")
+        c = {k: c[k] + one[k] for k in c}
     n = args.questions or 1
     per = "" if args.questions is None else f" per question (n = {n})"
-    print(f"{args.log.name}: {c['calls']} calls")
+    name = args.logs[0].name if len(args.logs) == 1 else f"{len(args.logs)} logs"
+    print(f"{name}: {c['calls']} calls")
     print(f"  prompt evaluated{per}: {c['prompt_evaluated'] / n:,.0f} tokens in {c['prompt_s'] / n:.1f} s "
           f"({c['prompt_evaluated'] / max(c['prompt_s'], 1e-9):.1f} tok/s)")
     print(f"  generated{per}: {c['generated'] / n:,.0f} tokens in {c['generation_s'] / n:.1f} s "

@@ -24,3 +24,24 @@ def test_costs_sum_the_prompt_and_generation_timings(tmp_path):
     c = server_log_costs.costs(log)
     assert c["calls"] == 2 and c["prompt_evaluated"] == 654 and c["generated"] == 485
     assert abs(c["prompt_s"] - 9.24933) < 1e-6 and abs(c["generation_s"] - 23.16341) < 1e-6
+
+
+def test_the_logs_of_a_resumed_run_are_summed_and_divided_by_its_questions(tmp_path, capsys):
+    first, second = tmp_path / "port1-a.log", tmp_path / "port2-b.log"
+    first.write_text(LOG)
+    second.write_text(LOG)
+    server_log_costs.main([str(first), str(second), "--questions", "2"])
+    out = capsys.readouterr().out
+    assert "2 logs: 4 calls" in out
+    assert "prompt evaluated per question (n = 2): 654 tokens" in out and "generated per question (n = 2): 485 tokens" in out
+
+
+def test_a_log_without_timing_lines_is_an_error_naming_it(tmp_path):
+    empty = tmp_path / "port3-c.log"
+    empty.write_text("server listening\n")
+    try:
+        server_log_costs.main([str(empty)])
+    except SystemExit as exc:
+        assert "port3-c.log holds no llama-server timing lines" in str(exc)
+    else:
+        raise AssertionError("expected an error")
