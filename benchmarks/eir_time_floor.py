@@ -23,8 +23,8 @@ import dspy
 
 from eir_dspy.lm import DecodingAdapter, LMSpec, build_lm
 from eir_dspy.lm.local_models import DEFAULT_MODEL
-from eval.data import load_questions
-from eval.execute import run_question
+from eval.data.loaders import load_questions
+from eval.runs.execute import run_question
 from programs import METHODS
 
 

@@ -136,7 +136,7 @@ def main() -> None:
     p.add_argument("--work", default="/tmp/eir-scaling")
     p.add_argument("--keep", action="store_true", help="keep the synthetic dumps and indexes")
     args = p.parse_args()
-    from eval.corpus import default_index_dir
+    from eval.data.corpus import default_index_dir
     stats = real_statistics(Path(args.index) if args.index else default_index_dir())
     query_words = json.dumps([w for w in stats["vocab"][:20000] if w.isalpha() and len(w) > 3][:5000])
     work = Path(args.work)

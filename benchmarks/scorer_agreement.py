@@ -1,4 +1,4 @@
-"""Per-question scores of eval.metrics against the benchmarks' official scorers, on real dev questions.
+"""Per-question scores of eval.scoring.metrics against the benchmarks' official scorers, on real dev questions.
 
     python benchmarks/scorer_agreement.py --official DIR [--data ../shared/data/raw] [--per-question 20]
 
@@ -15,7 +15,7 @@ predictions (the gold answer and its case/punctuation/article variants, an alias
 empty answers, partial answers, another question's answer; gold support, subsets,
 supersets, title case changes and case duplicates, no support, sentence indices past the
 paragraph end, titles outside the pool) and scores each with the project
-(`eval.data.load_file` + `eval.metrics.score_question`) and with the official functions, then
+(`eval.data.loaders.load_file` + `eval.scoring.metrics.score_question`) and with the official functions, then
 prints per dataset x metric how many agree exactly (|difference| < 1e-12) and the first
 disagreements. A few synthetic questions cover what real data never has (a gold answer that
 normalizes to nothing, no gold support). Exits 1 if anything disagrees.
@@ -46,9 +46,9 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from eval.data import HOLDOUT_FILES, load_file  # noqa: E402
-from eval.metrics import score_question  # noqa: E402
-from eval.schema import Question  # noqa: E402
+from eval.data.loaders import HOLDOUT_FILES, load_file  # noqa: E402
+from eval.scoring.metrics import score_question  # noqa: E402
+from eval.data.schema import Question  # noqa: E402
 
 FILES = [
     ("hotpotqa", "hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl"),

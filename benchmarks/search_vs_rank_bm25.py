@@ -22,8 +22,8 @@ from rank_bm25 import BM25Okapi
 
 from eir_dspy.corpus_index import B, K1, SEARCH_K, CorpusIndex
 from eir_dspy.text_analysis import Analyzer
-from eval.corpus import default_index_dir, hotpot_files
-from eval.data import load_file
+from eval.data.corpus import default_index_dir, hotpot_files
+from eval.data.loaders import load_file
 from eval.index import build_default_index
 
 

@@ -29,7 +29,7 @@ _OBJECT = regex.compile(r"\{(?:[^{}]|(?R))*\}", regex.DOTALL)  # JSONAdapter's o
 
 
 def current_acceptance() -> str:
-    """The rule of the outermost calling module that declares one (tests/test_acceptance.py checks
+    """The rule of the outermost calling module that declares one (tests/eir_dspy/test_acceptance.py checks
     every method declares one of ACCEPTANCES), else EXTRACT."""
     for module in dspy.settings.caller_modules or ():
         rule = getattr(module, "acceptance", None)

@@ -1,7 +1,7 @@
 """The answer normalization all three benchmarks' official scorers share.
 
 It lives in the core because methods use it too (SSR decides whether two corrections agree by
-it); eval.metrics scores with the same function.
+it); eval.scoring.metrics scores with the same function.
 """
 
 from __future__ import annotations

@@ -13,6 +13,14 @@ def markdown(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
 
 
+def aligned(head: list[str], rows: list[list[str]]) -> str:
+    """Plain padded columns split by two spaces, the head underlined with dashes (eval.grid's dry
+    run: a terminal listing, parsed by eye and by tests)."""
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip()
+                     for row in [head, ["-" * w for w in widths], *rows])
+
+
 def piped(head: list[str], row: list[str]) -> str:
     """A one-row plain-text table, columns split by ` | ` and the head underlined with `-+-`
     (eval.run's and eval.summary's table of a run)."""

@@ -1,6 +1,6 @@
 """`python -m eval.genai_eval RUN_ID`: score a finished eval.run run's stored outputs with
 `mlflow.genai.evaluate`, so MLflow's GenAI evaluation view shows answer_f1, answer_em and support_f1
-per question. The scorers are code scorers around eval.metrics.score_question: no model is called.
+per question. The scorers are code scorers around eval.scoring.metrics.score_question: no model is called.
 
 The evaluation is a new MLflow run (an analysis run: eval.compare skips it) beside the source run,
 linked to it by tags; the source run is not changed."""
@@ -13,13 +13,13 @@ import sys
 import mlflow
 from mlflow.genai.scorers import Scorer, scorer
 
-from eval import tracking
+from eval.runs import tracking
 from eval.analyze.report import start_analysis_run
 from eval.analyze.sources import questions_of
-from eval.logged_runs import LoggedRun, SelectionError, select_runs
-from eval.metrics import score_question
-from eval.schema import Question
-from eval.traces import FEEDBACK, QUESTION_TAG, expectations
+from eval.runs.logged_runs import LoggedRun, SelectionError, select_runs
+from eval.scoring.metrics import score_question
+from eval.data.schema import Question
+from eval.runs.traces import FEEDBACK, QUESTION_TAG, expectations
 
 ANALYSIS = "genai_eval"
 
@@ -34,14 +34,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def scorers(questions: dict[str, Question]) -> list[Scorer]:
     """One code scorer per score, each scoring a row's stored answer and citations by the benchmark's
-    official rules (eval.metrics), against the question the row names."""
+    official rules (eval.scoring.metrics), against the question the row names."""
 
     def make(name: str, key: str) -> Scorer:
         def score(inputs: dict, outputs: dict) -> float:
             q = questions[inputs["question_id"]]
             return float(score_question(q, outputs["answer"], outputs["citations"])[key] or 0.0)
 
-        return scorer(score, name=name, description=f"eval.metrics.score_question: {key}, 0..1")
+        return scorer(score, name=name, description=f"eval.scoring.metrics.score_question: {key}, 0..1")
 
     return [make(name, key) for name, key in FEEDBACK.items()]
 

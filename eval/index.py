@@ -14,8 +14,8 @@ from pathlib import Path
 
 from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError, build_index
 from eir_dspy.wiki_dump import DumpError, read_dump, write_dump
-from eval.corpus import OFFLINE_REPORT, hotpot_files, hotpot_paragraphs
-from eval.data import DataError
+from eval.data.corpus import OFFLINE_REPORT, hotpot_files, hotpot_paragraphs
+from eval.data.loaders import DataError
 
 
 def build_default_index(data: str | Path, index_dir: Path, progress: bool = True) -> dict:

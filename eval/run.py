@@ -1,6 +1,6 @@
 """`python -m eval.run`: run one method on one dataset with one LM, score it, log it to MLflow.
 
-The command line makes a `RunConfig` (eval/run_config.py) from its flags and hands it to `run`,
+The command line makes a `RunConfig` (eval/runs/config.py) from its flags and hands it to `run`,
 which eval.grid and a notebook call directly: `run(RunConfig(method="direct", ...))`.
 
 Why not dspy.Evaluate: each finished question must be written to disk at once (resume), each
@@ -26,14 +26,16 @@ from eir_dspy.lm import DecodingAdapter, build_lm
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS, EngineError, stop_shared_server
 from eir_dspy.lm.engine_lock import EngineBusy
 from eir_dspy.lm.local_models import ModelFetchError
-from eval import provenance, traces, tracking
+from eval.runs import provenance
+from eval.runs import traces
+from eval.runs import tracking
 from eval.compile.program_file import ProgramFileError, load_program, sha256
-from eval.corpus import BUILD_FULL_INDEX, FULL, corpus_name, default_index_dir
-from eval.data import DATASETS, DataError, load_questions, resolve_data_file
-from eval.execute import run_question
+from eval.data.corpus import BUILD_FULL_INDEX, FULL, corpus_name, default_index_dir
+from eval.data.loaders import DATASETS, DataError, load_questions, resolve_data_file
+from eval.runs.execute import run_question
 from eval.index import build_default_index
-from eval.records import ResultsFile, wall_time
-from eval.run_config import (
+from eval.runs.records import ResultsFile, wall_time
+from eval.runs.config import (
     DEFAULT_BUDGET,
     DEFAULT_TRIALS,
     DEFAULT_VOTES,
@@ -44,8 +46,8 @@ from eval.run_config import (
     method_options,
     positive_int,
 )
-from eval.scheduler import run_all
-from eval.summary import format_table, summarize
+from eval.runs.scheduler import run_all
+from eval.scoring.summary import format_table, summarize
 from programs import CORPUS_METHODS, METHODS
 from programs.eir_policy import ABLATIONS
 
@@ -239,7 +241,7 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
                   resume: str, *, trace: bool = False) -> tuple[list[dict], dict]:
     """Run every question not yet done (or that failed with an error), keeping each record as it
     finishes; then score the run. Ends the MLflow run: FINISHED, KILLED (Ctrl-C) or FAILED.
-    `trace`: each question in its own scored MLflow trace (eval.traces)."""
+    `trace`: each question in its own scored MLflow trace (eval.runs.traces)."""
     done = results.load()
     todo = [q for q in questions if q.id not in done or done[q.id].get("error") is not None]
     part_started = time.time()

@@ -1,146 +1,17 @@
-"""Run-level metrics, computed only from per-question records."""
+"""`python -m eval.summary RESULTS.jsonl ...`: a run's table from its per-question records, for runs
+still going or killed (the metrics themselves are eval.scoring.summary's)."""
 
 from __future__ import annotations
 
-from statistics import mean
+import argparse
+import json
 
-from eval.formatting import piped
-from eval.metrics import aggregate, aggregate_defined
-from eval.records import wall_time
-
-
-def summarize(records: list[dict]) -> dict[str, float]:
-    """Answer/EM/support on a 0-100 scale over every question (failures count as 0); support EM
-    and HotpotQA's joint EM/F1 over the questions that have them, left out when none does."""
-    if not records:
-        raise ValueError("no per-question records to summarize")
-    n = len(records)
-    turns = sum(r["turns"] for r in records)
-    costs = [r["cost_usd"] for r in records]
-    priced = all(c is not None for c in costs)
-    return {
-        **aggregate(records),  # answer_f1, em, support_f1
-        **aggregate_defined(records),  # sp_em, joint_em, joint_f1
-        "calls_per_question": mean(r["calls"] for r in records),
-        "prompt_tokens_per_question": mean(r["prompt_tokens"] for r in records),
-        "completion_tokens_per_question": mean(r["completion_tokens"] for r in records),
-        "tokens_per_question": mean(r["prompt_tokens"] + r["completion_tokens"] for r in records),
-        "cost_usd": sum(costs) if priced else float("nan"),
-        "cost_per_question_usd": (sum(costs) / n) if priced else float("nan"),
-        "rejected_action_rate": (sum(r["rejected_actions"] for r in records) / turns) if turns else 0.0,
-        "gold_paragraphs_read": 100 * mean(r["gold_read_share"] for r in records),
-        "reads_per_question": mean(r["reads"] for r in records),
-        "searches_per_question": mean(r.get("searches", 0) for r in records),  # 0 in the pool setting
-        "seconds_per_question": mean(r["seconds"] for r in records),
-        # Wall time over questions: what a question costs when several run at once (--threads).
-        **wall_per_question(records),
-        "forced_end_rate": mean(1.0 if r["forced_end"] else 0.0 for r in records),
-        "failed_questions": float(sum(r["error"] is not None for r in records)),
-        "cache_hit_calls": float(sum(r["cache_hits"] for r in records)),
-        **citations_outside_evidence(records),
-        **behaviour(records),
-        "n": float(n),
-    }
-
-
-def wall_per_question(records: list[dict]) -> dict[str, float]:
-    """Wall time over the questions it produced (records made before timestamps existed have none)."""
-    timed = [r for r in records if r.get("part_started_at") is not None and r.get("finished_at") is not None]
-    return {"wall_seconds_per_question": wall_time(timed) / len(timed)} if timed and wall_time(timed) else {}
-
-
-def behaviour(records: list[dict]) -> dict[str, float]:
-    """How the agent acted, beyond its score: rejected turns by cause (share of all turns), title
-    fallbacks, submits made before the last turn, and for EIR how it used its two lists. A key is left out when no
-    record has what it needs (older records, or a method without lists)."""
-    out: dict[str, float] = {}
-    turns = sum(r["turns"] for r in records)
-    causes = {c for r in records for c in (r.get("rejections_by_cause") or {})}
-    for cause in sorted(causes):
-        out[f"rejected_{cause}_rate"] = sum((r.get("rejections_by_cause") or {}).get(cause, 0) for r in records) / turns
-    fallbacks = [r["title_fallbacks"] for r in records if "title_fallbacks" in r]
-    if fallbacks:
-        out["title_fallbacks_per_question"] = mean(fallbacks)
-    early = [r["submitted_before_budget"] for r in records if r.get("submitted_before_budget") is not None]
-    if early:
-        out["submitted_before_budget"] = 100 * mean(early)
-    lists = [r["trajectory"] for r in records if isinstance(r.get("trajectory"), dict) and "list_updates" in r["trajectory"]]
-    if lists:
-        out["list_entries_per_question"] = mean(len(t["requirements"]) + len(t["conclusions"]) for t in lists)
-        out["requirements_per_question"] = mean(len(t["requirements"]) for t in lists)
-        out["conclusions_per_question"] = mean(len(t["conclusions"]) for t in lists)
-        # Conclusions are kept only when every citation names a sentence read, so any kept one is valid.
-        out["lists_used"] = 100 * mean(1.0 if t["requirements"] and t["conclusions"] else 0.0 for t in lists)
-        out["list_updates_discarded_per_question"] = mean(t["list_updates"]["discarded"] for t in lists)
-    return out
-
-
-def citations_outside_evidence(records: list[dict]) -> dict[str, float]:
-    """Share (0-100) of the answers' citations that name a sentence the answering call was not shown.
-    Left out for records made before it was recorded, and when no answer cited anything."""
-    known = [r for r in records if "citations_outside_evidence" in r]
-    cited = sum(len(r["citations"]) for r in known)
-    if not known or not cited:
-        return {}
-    return {"citations_outside_evidence": 100 * sum(r["citations_outside_evidence"] for r in known) / cited}
-
-
-TABLE_KEYS = [
-    ("answer_f1", "Answer F1", "{:.1f}"),
-    ("em", "EM", "{:.1f}"),
-    ("support_f1", "Support F1", "{:.1f}"),
-    ("sp_em", "Support EM", "{:.1f}"),
-    ("joint_em", "Joint EM", "{:.1f}"),  # HotpotQA only: "-" elsewhere
-    ("joint_f1", "Joint F1", "{:.1f}"),
-    ("calls_per_question", "calls/q", "{:.2f}"),
-    ("tokens_per_question", "tokens/q", "{:.0f}"),
-    ("seconds_per_question", "s/q", "{:.1f}"),
-    ("wall_seconds_per_question", "wall s/q", "{:.1f}"),
-    ("reads_per_question", "reads/q", "{:.2f}"),
-    ("searches_per_question", "searches/q", "{:.2f}"),
-    ("rejected_action_rate", "rejected", "{:.3f}"),
-    ("gold_paragraphs_read", "gold read %", "{:.1f}"),
-]
-
-
-# `python -m eval.summary --behaviour`: how the agent acted (docs/lm.md, "Decoding").
-BEHAVIOUR_KEYS = [
-    ("answer_f1", "Answer F1", "{:.1f}"),
-    ("em", "EM", "{:.1f}"),
-    ("support_f1", "Support F1", "{:.1f}"),
-    ("rejected_action_rate", "rejected", "{:.3f}"),
-    ("rejected_not_json_rate", "not JSON", "{:.3f}"),
-    ("rejected_missing_field_rate", "missing field", "{:.3f}"),
-    ("rejected_wrong_type_rate", "wrong type", "{:.3f}"),
-    ("rejected_unusable_rate", "other unusable", "{:.3f}"),
-    ("rejected_no_reads_left_rate", "read, none left", "{:.3f}"),
-    ("rejected_invalid_citation_rate", "bad citation", "{:.3f}"),
-    ("rejected_invalid_action_rate", "invalid action (older runs)", "{:.3f}"),
-    ("forced_end_rate", "forced end", "{:.2f}"),
-    ("title_fallbacks_per_question", "fallbacks/q", "{:.2f}"),
-    ("submitted_before_budget", "early submit %", "{:.0f}"),
-    ("list_entries_per_question", "list entries/q", "{:.1f}"),
-    ("lists_used", "req+concl %", "{:.0f}"),
-    ("list_updates_discarded_per_question", "discarded/q", "{:.1f}"),
-    ("tokens_per_question", "tokens/q", "{:.0f}"),
-    ("completion_tokens_per_question", "out tokens/q", "{:.0f}"),
-    ("seconds_per_question", "s/q", "{:.1f}"),
-    ("wall_seconds_per_question", "wall s/q", "{:.1f}"),
-]
-
-
-def format_table(metrics: dict[str, float], label: str, keys=TABLE_KEYS) -> str:
-    head = ["run"] + [name for _, name, _ in keys]
-    row = [label] + [fmt.format(metrics[k]) if k in metrics else "-" for k, _, fmt in keys]
-    return piped(head, row)
+from eval.scoring.summary import BEHAVIOUR_KEYS, TABLE_KEYS, format_table, summarize
 
 
 def main(argv: list[str] | None = None) -> None:
     """`python -m eval.summary RESULTS.jsonl ...`: the table of runs still going or killed, from their
     per-question records (--common: only the questions every file has, so the rows are paired)."""
-    import argparse
-    import json
-
     p = argparse.ArgumentParser(prog="python -m eval.summary", description=main.__doc__.splitlines()[0])
     p.add_argument("results", nargs="+")
     p.add_argument("--common", action="store_true")

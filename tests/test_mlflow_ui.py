@@ -15,8 +15,8 @@ import mlflow
 import pytest
 
 import eval.run as run_module
-from tests.test_runner import ARGS, direct_reply, reply, use_lm
-from tests.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
+from tests.eval.runs.test_runner import ARGS, direct_reply, reply, use_lm
+from tests.eval.runs.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
 
 pytestmark = pytest.mark.slow  # an MLflow server and headless Chromium
 
@@ -113,7 +113,7 @@ def test_both_runs_are_listed_and_their_metrics_line_up_in_compare(ui):
 def test_a_traced_run_shows_one_trace_per_question_with_its_three_scores(traced_ui):
     from playwright.sync_api import sync_playwright
 
-    from eval.traces import FEEDBACK
+    from eval.runs.traces import FEEDBACK
 
     base, run, records = traced_ui
     if not Path(CHROMIUM).exists():
@@ -127,7 +127,7 @@ def test_a_traced_run_shows_one_trace_per_question_with_its_three_scores(traced_
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
         page.goto(f"{base}/#/experiments/{experiment}/traces")
-        for record in records:  # eval.traces leads each request preview with the question id
+        for record in records:  # eval.runs.traces leads each request preview with the question id
             page.get_by_text(f"[{record['id']}]").first.wait_for(timeout=60_000)
         for name in FEEDBACK:  # one column per assessment
             page.get_by_text(name).first.wait_for(timeout=60_000)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import mlflow
 
-from eval import tracking
+from eval.runs import tracking
 from eval.analyze import analyses
 from eval.analyze.report import Context, finish_analysis_run, start_analysis_run, write_report
-from eval.logged_runs import SelectionError, select_runs
-from eval.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from eval.runs.logged_runs import SelectionError, select_runs
+from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

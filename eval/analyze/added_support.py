@@ -17,8 +17,8 @@ from eval.analyze.recovery import (CONVERSION_HEAD, CONVERSION_NOTE, answering_r
 from eval.analyze.report import POOLED, Context, Report, pooled_run
 from eval.analyze.sources import questions_of
 from eval.formatting import markdown
-from eval.logged_runs import LoggedRun
-from eval.schema import Question
+from eval.runs.logged_runs import LoggedRun
+from eval.data.schema import Question
 
 NAME = "added-support"
 PAPER = "F.2, Table 16"

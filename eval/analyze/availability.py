@@ -4,7 +4,7 @@ An EM error has complete evidence when every annotated supporting paragraph was 
 paragraphs the run read (Full Pool reads them all), else incomplete. Per run: the errors, the
 incomplete share with a Wilson 95% interval, and the incomplete errors by how many supporting
 paragraphs they missed (one, two, three or more); with more than one run, a last row pools every
-run's questions, as the paper's pooled rows do. The split is eval.error_analysis.evidence_availability,
+run's questions, as the paper's pooled rows do. The split is eval.compare.error_analysis.evidence_availability,
 the one computation of Figure 3 (eval.compare's evidence availability is the same).
 """
 
@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.analyze.report import POOLED, Context, Report, pooled_run
-from eval.error_analysis import Availability, evidence_availability
-from eval.error_analysis import missing_gold  # noqa: F401 (F.1's count per error, read here by name)
+from eval.compare.error_analysis import Availability, evidence_availability
+from eval.compare.error_analysis import missing_gold  # noqa: F401 (F.1's count per error, read here by name)
 from eval.formatting import markdown, pct
-from eval.logged_runs import LoggedRun
-from eval.plots import availability_shares
-from eval.stats import proportion
+from eval.runs.logged_runs import LoggedRun
+from eval.compare.plots import availability_shares
+from eval.scoring.stats import proportion
 
 NAME = "availability"
 PAPER = "F.1, Table 15, Figure 3"

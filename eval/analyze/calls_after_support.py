@@ -18,7 +18,7 @@ from pathlib import Path
 
 from eval.analyze.report import Context, Report, corpus_note
 from eval.formatting import markdown, number, pct
-from eval.logged_runs import LoggedRun, SelectionError
+from eval.runs.logged_runs import LoggedRun, SelectionError
 
 NAME = "calls-after-support"
 PAPER = "Table 21"

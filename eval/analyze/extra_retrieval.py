@@ -17,8 +17,8 @@ from eval.analyze.recovery import answering_runs, calls_added, calls_row, calls_
 from eval.analyze.report import POOLED, Context, Report, pooled_run
 from eval.analyze.sources import questions_of, require_fields
 from eval.formatting import markdown
-from eval.logged_runs import LoggedRun
-from eval.stats import mcnemar_exact, paired_bootstrap
+from eval.runs.logged_runs import LoggedRun
+from eval.scoring.stats import mcnemar_exact, paired_bootstrap
 from programs.extra_reads import MAX_EXTRA_READS
 
 NAME = "extra-retrieval"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from eval.analyze.report import Context, Report, corpus_note
 from eval.formatting import fmt_p, markdown
-from eval.logged_runs import LoggedRun, SelectionError
-from eval.metrics import score_question
-from eval.schema import Question
-from eval.stats import mcnemar_exact, paired_bootstrap
+from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.scoring.metrics import score_question
+from eval.data.schema import Question
+from eval.scoring.stats import mcnemar_exact, paired_bootstrap
 
 NAME = "final-vs-submitted"
 PAPER = "H.4"

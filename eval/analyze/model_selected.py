@@ -19,8 +19,8 @@ from eval.analyze.recovery import (CONVERSION_HEAD, CONVERSION_NOTE, answering_r
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import questions_of
 from eval.formatting import markdown
-from eval.logged_runs import LoggedRun
-from eval.schema import Question
+from eval.runs.logged_runs import LoggedRun
+from eval.data.schema import Question
 from programs.extra_reads import MAX_EXTRA_READS, ExtraReads
 
 NAME = "model-selected"

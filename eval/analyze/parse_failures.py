@@ -21,10 +21,10 @@ from pathlib import Path
 
 from eir_dspy import rejection
 from eval.analyze.report import Context, Report
-from eval.comparison import records_by_id
+from eval.compare.pairs import records_by_id
 from eval.formatting import fmt_p, markdown, pct
-from eval.logged_runs import LoggedRun
-from eval.stats import mcnemar_exact, paired_bootstrap, proportion
+from eval.runs.logged_runs import LoggedRun
+from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 
 NAME = "parse-failures"
 PAPER = "C.2"

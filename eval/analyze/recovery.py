@@ -19,17 +19,17 @@ import mlflow
 
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.evidence import EvidenceStore
-from eval import tracking
+from eval.runs import tracking
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import questions_of, require_fields, run_lm
-from eval.error_analysis import em_errors, missing_gold
+from eval.compare.error_analysis import em_errors, missing_gold
 from eval.formatting import markdown, pct
-from eval.logged_runs import LoggedRun, SelectionError
-from eval.metrics import score_question
-from eval.records import ResultsFile
-from eval.scheduler import run_all
-from eval.schema import Question
-from eval.stats import mcnemar_exact, paired_bootstrap, proportion
+from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.scoring.metrics import score_question
+from eval.runs.records import ResultsFile
+from eval.runs.scheduler import run_all
+from eval.data.schema import Question
+from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 from programs.answer import AnswerFromEvidence
 
 # A step's work on one question: (source record, its question) -> what to keep (answer, citations, ...).

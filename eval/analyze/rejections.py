@@ -16,7 +16,7 @@ from eir_dspy import rejection
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import require_fields
 from eval.formatting import markdown
-from eval.logged_runs import LoggedRun
+from eval.runs.logged_runs import LoggedRun
 
 NAME = "rejections"
 PAPER = "Table 22"

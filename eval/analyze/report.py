@@ -9,9 +9,9 @@ from pathlib import Path
 
 import mlflow
 
-from eval import tracking
-from eval.logged_runs import LoggedRun
-from eval.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from eval.runs import tracking
+from eval.runs.logged_runs import LoggedRun
+from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 
 @dataclass(frozen=True)

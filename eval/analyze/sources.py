@@ -9,9 +9,9 @@ from pathlib import Path
 import dspy
 
 from eir_dspy.lm import DecodingAdapter, build_lm
-from eval.data import DataError, load_file, resolve_data_file
-from eval.logged_runs import LoggedRun, SelectionError
-from eval.schema import Question
+from eval.data.loaders import DataError, load_file, resolve_data_file
+from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.data.schema import Question
 
 
 def questions_of(run: LoggedRun, data: str | None = None) -> dict[str, Question]:

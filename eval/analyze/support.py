@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.analyze.report import Context, Report
-from eval.comparison import QuestionSetMismatch, paired_ids, records_by_id
+from eval.compare.pairs import QuestionSetMismatch, paired_ids, records_by_id
 from eval.formatting import column_name, fmt_p, markdown, number
-from eval.logged_runs import LoggedRun, SelectionError
-from eval.stats import holm, mcnemar_exact, paired_bootstrap
+from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.scoring.stats import holm, mcnemar_exact, paired_bootstrap
 
 NAME = "support"
 PAPER = "Tables 5, 8"

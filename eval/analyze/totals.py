@@ -13,7 +13,7 @@ from pathlib import Path
 
 from eval.analyze.report import POOLED, Context, Report, corpus_note
 from eval.formatting import markdown
-from eval.logged_runs import LoggedRun
+from eval.runs.logged_runs import LoggedRun
 
 NAME = "totals"
 PAPER = "Table 19"

@@ -20,7 +20,7 @@ import dspy
 
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.lm import DecodingAdapter
-from eval import tracking
+from eval.runs import tracking
 from eval.compile import track
 from eval.compile.evaluate import evaluate
 from eval.compile.lm import add_lm_flags, lm_from_args
@@ -28,7 +28,7 @@ from eval.compile.metric import METRICS, example_of
 from eval.compile.optimizers import DEMOS, GEPA_AUTO, OPTIMIZERS, Settings, check_choice, compile_program, default_name
 from eval.compile.program_file import NAME, load_program, save_program
 from eval.compile.splits import SplitError, load_splits
-from eval.data import DATASETS
+from eval.data.loaders import DATASETS
 from programs import METHODS
 
 SCORES = ("train+dev", "dev", "none")
@@ -162,7 +162,7 @@ def _score(phase: str, program: dspy.Module, lm, train, dev, args) -> dict[str, 
 
 def _default_options(method: str) -> dict:
     """The method's options as eval.run resolves them with no option flags (what --program checks)."""
-    from eval.run_config import options_for
+    from eval.runs.config import options_for
 
     return options_for(method)
 

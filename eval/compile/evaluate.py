@@ -1,5 +1,5 @@
-"""Score a program on questions exactly as eval.run does (eval.execute.run_question per question,
-eval.summary.summarize over them), plus the compile's metric as one number."""
+"""Score a program on questions exactly as eval.run does (eval.runs.execute.run_question per question,
+eval.scoring.summary.summarize over them), plus the compile's metric as one number."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import dspy
 
 from eval.compile.metric import combine
-from eval.execute import run_question
-from eval.schema import Question
+from eval.runs.execute import run_question
+from eval.data.schema import Question
 from eval.summary import summarize
 
 

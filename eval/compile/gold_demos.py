@@ -53,7 +53,7 @@ class GoldDemos(dict):
 def gold_demos(examples: Iterable[Any], budget: int = 6) -> GoldDemos:
     """Gold turn and final demos for pool-setting EIR at read budget `budget`.
 
-    `examples`: eval.schema.Question objects, or anything with their attributes (question, answer,
+    `examples`: eval.data.schema.Question objects, or anything with their attributes (question, answer,
     paragraphs, supporting_facts), e.g. a dspy.Example holding them. Makes no model call."""
     from programs import METHODS  # eval -> programs: the program whose prompts the demos must match
 

@@ -1,4 +1,4 @@
-"""The compile's LM, built from eval.run's own LM flags (eval.run_config.add_lm_flags) by the same rules."""
+"""The compile's LM, built from eval.run's own LM flags (eval.runs.config.add_lm_flags) by the same rules."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from eir_dspy.lm import LOCAL_DEFAULT, build_lm
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS, EngineError
 from eir_dspy.lm.engine_lock import EngineBusy
 from eir_dspy.lm.local_models import ModelFetchError
-from eval.run_config import LMConfig, positive_int
-from eval.run_config import add_lm_flags as add_run_lm_flags
+from eval.runs.config import LMConfig, positive_int
+from eval.runs.config import add_lm_flags as add_run_lm_flags
 
 
 def add_lm_flags(p: argparse.ArgumentParser) -> None:

@@ -2,15 +2,15 @@
 
 An Example carries what the program's forward takes (question, paragraphs: its inputs) and the
 gold the scorer needs (answer, aliases, supporting facts, ...), so the metric scores exactly as
-eval.metrics.score_question scores a run's record.
+eval.scoring.metrics.score_question scores a run's record.
 """
 
 from __future__ import annotations
 
 import dspy
 
-from eval.metrics import score_question
-from eval.schema import Question
+from eval.scoring.metrics import score_question
+from eval.data.schema import Question
 
 METRICS = ("f1", "f1+support")  # answer F1; or the mean of answer F1 and support F1
 _FIELDS = ("id", "question", "answer", "aliases", "type", "paragraphs", "supporting_facts", "dataset",

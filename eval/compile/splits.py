@@ -2,7 +2,7 @@
 
 The intended files (docs/experiments.md, "Compiling a program"): train on hotpot_dev_distractor.rpt_sample300_seed2.jsonl, select on
 hotpot_dev_distractor.rpt_sample500_seed1.jsonl. Refused before anything is read: the acceptance
-holdout (eval.data.HOLDOUT_FILES, matched by file name, also through a link) as either file, and
+holdout (eval.data.loaders.HOLDOUT_FILES, matched by file name, also through a link) as either file, and
 one file as both. Refused after reading: a training question that is also in the dev file.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval.data import HOLDOUT_FILES, DataError, load_questions
-from eval.schema import Question
+from eval.data.loaders import HOLDOUT_FILES, DataError, load_questions
+from eval.data.schema import Question
 
 
 class SplitError(ValueError):
@@ -35,7 +35,7 @@ def check_files(train: str, dev: str) -> None:
 
 def load_splits(dataset: str, train: str, dev: str, n_train: int | None, n_dev: int | None,
                 seed: int) -> tuple[list[Question], list[Question]]:
-    """The first n_train / n_dev questions of each file in eval.data's seeded order."""
+    """The first n_train / n_dev questions of each file in eval.data.loaders's seeded order."""
     check_files(train, dev)
     try:
         train_qs = load_questions(dataset, train, limit=n_train, seed=seed)

@@ -7,7 +7,7 @@ import math
 import mlflow
 
 from eir_dspy.accounting import Ledger
-from eval import tracking
+from eval.runs import tracking
 
 
 def start(run_name: str, params: dict) -> str:

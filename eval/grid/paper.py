@@ -15,18 +15,33 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
-from eval.corpus import BUILD_FULL_INDEX, full_corpus_problem
-from eval.data import DataError, DataWarning, load_file, resolve_data_file
+from eval.data.corpus import BUILD_FULL_INDEX, full_corpus_problem
+from eval.data.loaders import DataError, DataWarning, load_file, resolve_data_file
 
-if TYPE_CHECKING:
-    from eval.grid.spec import Grid
+
+
+class PaperCell(Protocol):
+    flags: dict
+
+
+class PaperGrid(Protocol):
+    """What the paper's checks read of a grid (eval/grid/spec.py's Grid is one; naming it here would
+    make the two modules import each other)."""
+    path: Path
+    paper: bool
+    n: int
+    datasets: list[str]
+    cells: list[PaperCell]
+
+    def data_path(self, dataset: str) -> str | None: ...
 
 ALLOW_FEWER = "--allow-fewer"
 
 
-def corpus_problem(grid: "Grid") -> str | None:
+def corpus_problem(grid: PaperGrid) -> str | None:
     """Why the grid's corpus cells would not search the paper's corpus (None when they would)."""
     env = os.environ.get("EIR_INDEX_DIR")
     for cell in grid.cells:
@@ -55,7 +70,7 @@ class DataCheck:
     notes: list[str] = field(default_factory=list)
 
 
-def check_questions(grid: "Grid", allow_fewer: bool = False) -> DataCheck:
+def check_questions(grid: PaperGrid, allow_fewer: bool = False) -> DataCheck:
     """Count the questions of the file each dataset's cells read; fewer than n is an error unless
     `allow_fewer`. Only for paper grids (others run as eval.run does: all of a shorter file)."""
     check = DataCheck()

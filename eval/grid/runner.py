@@ -31,10 +31,11 @@ from pathlib import Path
 import mlflow
 
 import eval.run as run_module
-from eval import tracking
+from eval.runs import tracking
+from eval.formatting import aligned
 from eval.grid.paper import DataCheck
 from eval.grid.spec import Cell, Grid, check_data
-from eval.run_config import RunConfig
+from eval.runs.config import RunConfig
 
 CELL_TAG = "eir.grid_cell"
 GRID_TAG = "eir.grid"
@@ -296,7 +297,7 @@ def _compare_if_possible(grid: Grid) -> tuple[object, str | None]:
 
 def compare(grid: Grid):
     """eval.compare on the grid's experiment, with the file's families when it has any."""
-    from eval import compare as compare_module
+    import eval.compare.__main__ as compare_module
 
     argv = ["--experiment", grid.experiment, "--reference", grid.reference] + \
         (["--families", str(grid.path)] if grid.families else [])
@@ -323,7 +324,7 @@ def dry_run(grid: Grid, data: DataCheck | None = None) -> dict:
         rows.append(_dry_row(cell, state, calls))
     _say(f"grid {grid.name} ({grid.path}): {len(grid.cells)} cells in MLflow experiment {grid.experiment!r}, "
          f"n={grid.n}, seed {grid.seed}" + (" (a paper grid: eval/grid/paper.py)" if grid.paper else ""))
-    _print_table(["#", "variant", "dataset", "lm", "H", "n", "status", "calls/question ≤", "calls ≤"], rows)
+    _say(aligned(["#", "variant", "dataset", "lm", "H", "n", "status", "calls/question ≤", "calls ≤"], rows))
     _say(f"\nLM calls at most (an upper bound per question from programs/call_rules.py × n): {total_calls:,} in all; "
          f"{todo_calls:,} for what is not finished yet")
     for problem in check_data(grid):
@@ -343,9 +344,3 @@ def _dry_row(cell: Cell, state: CellState, calls: int) -> list[str]:
     n = f"{state.total:,}" + (f" of {cell.n:,}" if state.total < cell.n else "")  # a file with fewer questions
     return [str(cell.number), variant, cell.dataset, cell.lm, str(cell.budget), n, status,
             f"{cell.calls_per_question:,}", f"{calls:,}"]
-
-
-def _print_table(header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    for row in [header, ["-" * w for w in widths], *rows]:
-        _say("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())

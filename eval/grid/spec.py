@@ -43,7 +43,7 @@ have been compiled for the entry's method and options. A method option the metho
 (`votes` for eir, an ablation of a method without ablations), a corpus setting for a method or
 dataset without one, a data file that is the HotpotQA acceptance holdout, an LM named twice, and
 two entries giving the same cell are errors. Family and reference names are variants
-(eval.run_config.RunConfig.variant: `eir`, `eir H=8`, `eir no-list-feedback`, `ssr votes=3 T=0.7`,
+(eval.runs.config.RunConfig.variant: `eir`, `eir H=8`, `eir no-list-feedback`, `ssr votes=3 T=0.7`,
 `reflexion_oracle trials=5`, `eir_corpus`, `eir decoding=free` for a decoding other than the LM's
 default, ...) and must be ones the grid runs.
 
@@ -74,16 +74,16 @@ from pathlib import Path
 import eval.run as run_module
 from eir_dspy.lm import LOCAL_DEFAULT
 from eir_dspy.lm.local_models import MODELS as LOCAL_MODELS
-from eval.corpus import FULL
-from eval.data import DATASETS, HOLDOUT_FILES
+from eval.data.corpus import FULL
+from eval.data.loaders import DATASETS, HOLDOUT_FILES
 from eval.grid.paper import corpus_problem
-from eval.run_config import RunConfig, compiled_program, options_for
+from eval.runs.config import RunConfig, compiled_program, options_for
 from programs import CORPUS_METHODS, METHODS
 from programs.call_rules import max_calls
 
 GRID_KEYS = ("experiment", "paper", "reference", "n", "seed", "datasets", "lms", "budgets", "data", "run", "methods",
              "families")
-FAMILY_KEYS = ("name", "compare", "per_column", "per_pair", "size")  # as eval.families reads them
+FAMILY_KEYS = ("name", "compare", "per_column", "per_pair", "size")  # as eval.compare.families reads them
 GRID_FLAGS = ("experiment", "limit", "seed", "lm", "dataset", "budget", "data", "resume")  # set per cell by the grid
 METHOD_OPTIONS = ("ablation", "votes", "verifier_temperature", "trials")  # taken only by some methods
 PROGRAM = "program"  # a compiled program file: it fits one method, so only a [[methods]] entry names it

@@ -1,0 +1,406 @@
+"""Load HotpotQA, 2WikiMultiHopQA and MuSiQue-Ans dev files into `Question`s.
+
+Where the data comes from (first that applies):
+  1. `data=`: a file (any name) or a directory;
+  2. the `EIR_DATA_DIR` environment variable: a directory;
+  3. the Hugging Face hub (HotpotQA only: `hotpot_qa` / `distractor` / `validation`).
+
+In a directory the file is picked by `PREFERRED_FILES` (first match wins), looking in the
+directory itself and then in its benchmark subfolder (`BENCHMARK_DIRS`). The HotpotQA
+file `hotpot_dev_distractor.rpt_sample300_seed0.jsonl` is an acceptance holdout: it is
+never picked from a directory, only when passed as a file.
+
+A file is a JSON list or JSONL. The layout is detected per record from its keys:
+  - HotpotQA / 2Wiki original: `context: [[title, [sentences]]]`, `supporting_facts: [[title, i]]`
+  - HotpotQA Hugging Face: `context: {title: [...], sentences: [...]}`, dict supporting facts
+  - 2Wiki FlashRAG: `golden_answers`, `metadata: {type, supporting_facts, context}`
+  - MuSiQue-Ans original: `paragraphs: [{idx, title, paragraph_text, is_supporting}]`
+
+What is rejected (DataError naming the file and record): a record that cannot be a question
+(blank question, empty answer, no paragraphs, a paragraph with no sentences or, in MuSiQue,
+no text), a supporting fact whose title is not in the context or whose sentence index is not
+a non-negative int, and two records sharing an id. Empty sentences inside a paragraph are
+kept (real HotpotQA has " "). A supporting fact whose sentence index is past the end of its
+paragraph is kept as given, since the official scorers only compare (title, index) pairs;
+each file with such facts gets one `DataWarning` (Python `warnings`) with their count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import warnings
+from pathlib import Path
+from typing import Any, Iterable
+
+from eir_dspy.paragraphs import Paragraph
+from eval.data.schema import Question
+
+DATASETS = ("hotpotqa", "2wiki", "musique")
+
+BENCHMARK_DIRS = {"hotpotqa": "hotpotqa", "2wiki": "2wikimultihopqa", "musique": "musique"}
+
+PREFERRED_FILES = {
+    "hotpotqa": ("hotpot_dev_distractor_v1.json", "hotpot_dev_distractor.rpt_sample500_seed1.jsonl"),
+    "2wiki": ("dev.json", "2wikimultihopqa_dev_first200.flashrag.jsonl"),
+    "musique": ("musique_ans_v1.0_dev.jsonl", "musique_ans_v1.0_dev_sample100.kag.json"),
+}
+
+# Acceptance holdout: must only ever be read when a caller names it explicitly.
+HOLDOUT_FILES = frozenset({"hotpot_dev_distractor.rpt_sample300_seed0.jsonl"})
+
+
+class DataError(ValueError):
+    """A data file could not be found, read or validated."""
+
+
+class DataWarning(UserWarning):
+    """A data file loaded, but with something a user should know about."""
+
+
+# ---------------------------------------------------------------- public API
+
+
+def load_questions(
+    dataset: str,
+    data: str | os.PathLike | None = None,
+    limit: int | None = None,
+    seed: int | None = 0,
+) -> list[Question]:
+    """Load `dataset` questions; shuffle with `random.Random(seed)` (None keeps file
+    order), then keep the first `limit`."""
+    source = resolve_data_file(dataset, data)
+    questions = _load_from_hub(dataset) if source is None else load_file(source, dataset)
+
+    if seed is not None:
+        random.Random(seed).shuffle(questions)
+    return questions if limit is None else questions[:limit]
+
+
+def resolve_data_file(dataset: str, data: str | os.PathLike | None = None) -> Path | None:
+    """The file `load_questions` reads: `data` (file or directory), else $EIR_DATA_DIR,
+    else None, meaning the Hugging Face hub."""
+    if dataset not in DATASETS:
+        raise DataError(f"unknown dataset {dataset!r}; expected one of {DATASETS}")
+    if data is not None:
+        path = Path(data)
+        if path.is_dir():
+            return find_file(dataset, path)
+        if path.is_file():
+            return path
+        raise DataError(f"--data {str(path)!r} is neither a file nor a directory")
+    if os.environ.get("EIR_DATA_DIR"):
+        env_dir = Path(os.environ["EIR_DATA_DIR"])
+        if not env_dir.is_dir():
+            raise DataError(f"EIR_DATA_DIR={str(env_dir)!r} is not a directory")
+        return find_file(dataset, env_dir)
+    return None
+
+
+def find_file(dataset: str, directory: Path) -> Path:
+    """The first preferred file for `dataset` in `directory` or its benchmark subfolder."""
+    directory = Path(directory)
+    looked = []
+    for name in PREFERRED_FILES[dataset]:
+        assert name not in HOLDOUT_FILES
+        for base in (directory, directory / BENCHMARK_DIRS[dataset]):
+            candidate = base / name
+            looked.append(str(candidate))
+            if candidate.is_file():
+                return candidate
+    raise DataError(f"no {dataset} file found in {str(directory)!r}; looked for: " + ", ".join(looked))
+
+
+def load_file(path: str | os.PathLike, dataset: str) -> list[Question]:
+    """Every record of one file, in file order, as `Question`s. Raises DataError on what the
+    module docstring lists; warns (`DataWarning`, once) about facts past a paragraph's end."""
+    path = Path(path)
+    if dataset not in DATASETS:
+        raise DataError(f"unknown dataset {dataset!r}; expected one of {DATASETS}")
+    questions = []
+    for index, record in enumerate(_read_records(path)):
+        try:
+            questions.append(_parse_record(record, dataset))
+        except (_RecordError, KeyError) as exc:
+            reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+            raise DataError(f"{path}: record {index}: {reason}") from None
+    _check_questions(questions, str(path))
+    return questions
+
+
+# Words whose trailing "." is almost never a sentence end in Wikipedia text. Titles,
+# company suffixes and citation shorthand seen in MuSiQue paragraphs.
+_ABBREVIATIONS = frozenset(
+    "mr mrs ms dr st jr sr prof gen col lt sgt capt rev hon gov sen rep pres mt ft no vs"
+    " ca approx bros co corp ltd inc op vol ch sess stat pp fig".split()
+)
+# A candidate boundary: end punctuation, then either closing quotes/brackets and
+# whitespace, or a PTB-style closing '' (MuSiQue writes `` ... '' and often spaces it
+# off: "end. ''Next"), then something that can start a sentence.
+_BOUNDARY = re.compile(
+    r"[.!?](?:\s*''\s*|[\"'\u201d\u2019)\]]*\s+)(?=[A-Z0-9\"`\u201c\u2018(\[]|'(?!'))"
+)
+
+
+def split_sentences(text: str) -> tuple[str, ...]:
+    """Split a MuSiQue paragraph into sentences (MuSiQue ships unsplit text).
+
+    Splits after `.`, `!` or `?` (plus any closing quote or bracket) when whitespace and
+    then a capital, digit or opening quote follows. A `.` ending a common abbreviation
+    (`Mr.`, `Dr.`, `St.`, `Ltd.`, ...) or a run of single-letter initials (`J.`, `U.S.`,
+    `e.g.`) is not a boundary, so a sentence that really ends in `U.S.` stays joined to
+    the next one (a merge costs less than a wrong split). Sentences are stripped; empty
+    ones dropped."""
+    sentences, start = [], 0
+    for match in _BOUNDARY.finditer(text):
+        if text[match.start()] == "." and _is_abbreviation(text[start : match.start()]):
+            continue
+        sentences.append(text[start : match.end()])
+        start = match.end()
+    sentences.append(text[start:])
+    return tuple(s.strip() for s in sentences if s.strip())
+
+
+def _is_abbreviation(before_dot: str) -> bool:
+    words = before_dot.split()
+    if not words:
+        return False
+    word = words[-1].lstrip("\"'`([\u201c\u2018")
+    # "J", "U.S", "e.g" (the final dot is the candidate boundary itself).
+    return word.lower() in _ABBREVIATIONS or re.fullmatch(r"(?:[A-Za-z]\.)*[A-Za-z]", word) is not None
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _read_records(path: Path) -> list[dict]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read: {exc}") from None
+    if text.lstrip().startswith("["):  # one JSON list
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: invalid JSON on line {exc.lineno}: {exc.msg}") from None
+    else:  # JSONL: one object per non-empty line
+        records = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(
+                    f"{path}: record {len(records)}: invalid JSON on line {lineno}: {exc.msg}"
+                ) from None
+    if not records:
+        raise DataError(f"{path}: no records")
+    for index, record in enumerate(records):
+        if not isinstance(record, dict):
+            raise DataError(f"{path}: record {index}: expected a JSON object, got {type(record).__name__}")
+    return records
+
+
+def _load_from_hub(dataset: str) -> list[Question]:
+    hint = (
+        f"pass --data PATH (a file or a directory) or set EIR_DATA_DIR to a directory holding "
+        f"one of: {', '.join(PREFERRED_FILES[dataset])} (directly or under {BENCHMARK_DIRS[dataset]}/)"
+    )
+    if dataset != "hotpotqa":
+        raise DataError(f"{dataset} has no official Hugging Face hub copy; {hint}")
+    try:
+        import datasets
+
+        rows = datasets.load_dataset("hotpot_qa", "distractor", split="validation")
+        questions = [_parse_record(dict(row), dataset) for row in rows]
+    except Exception as exc:  # offline, missing package, changed hub layout, ...
+        raise DataError(
+            f"could not load hotpotqa from the Hugging Face hub ({type(exc).__name__}: {exc}); {hint}"
+        ) from exc
+    _check_questions(questions, "hotpot_qa (Hugging Face hub)")
+    return questions
+
+
+def _check_questions(questions: list[Question], where: str) -> None:
+    """Whole-file checks: ids are unique (records are matched by id when resuming and
+    comparing runs); warn once about supporting facts past the end of their paragraph."""
+    first_seen: dict[str, int] = {}
+    for index, q in enumerate(questions):
+        if q.id in first_seen:
+            raise DataError(f"{where}: records {first_seen[q.id]} and {index} share the id {q.id!r}")
+        first_seen[q.id] = index
+    past_end = sum(_facts_past_end(q) for q in questions)
+    if past_end:
+        warnings.warn(
+            f"{where}: {past_end} supporting fact(s) point past the end of their paragraph; "
+            "kept as given (the official scorers compare (title, sentence) pairs)",
+            DataWarning, stacklevel=3,
+        )
+
+
+def _facts_past_end(q: Question) -> int:
+    sentences = {p.title: len(p.sentences) for p in q.paragraphs}
+    return sum(1 for title, sent_id in q.supporting_facts if sent_id >= sentences[title])
+
+
+# ---------------------------------------------------------------- parsing
+
+
+class _RecordError(ValueError):
+    pass
+
+
+def _parse_record(record: dict, dataset: str) -> Question:
+    if "paragraphs" in record:
+        return _parse_musique(record, dataset)
+    if "golden_answers" in record and "metadata" in record:
+        meta = _field(record, "metadata", dict)
+        answers = _field(record, "golden_answers", list)
+        if not answers:
+            raise _RecordError("field 'golden_answers' is empty")
+        context = _field(meta, "context", dict)
+        facts = _field(meta, "supporting_facts", dict)
+        return _build(
+            record, dataset, answers[0], answers[1:], _field(meta, "type", str),
+            _zip_fields(context, "title", "content", "context"),
+            _zip_fields(facts, "title", "sent_id", "supporting_facts"),
+        )
+    if "context" in record or "supporting_facts" in record:
+        context = record["context"]
+        facts = _field(record, "supporting_facts", (list, dict))
+        if isinstance(context, dict):  # Hugging Face layout
+            pairs = _zip_fields(context, "title", "sentences", "context")
+        elif isinstance(context, list):  # original layout (HotpotQA and 2Wiki dev.json)
+            pairs = [_pair(item, "context") for item in context]
+        else:
+            raise _RecordError(f"field 'context' must be a list or an object, got {type(context).__name__}")
+        if isinstance(facts, dict):
+            fact_pairs = _zip_fields(facts, "title", "sent_id", "supporting_facts")
+        else:
+            fact_pairs = [_pair(item, "supporting_facts") for item in facts]
+        return _build(record, dataset, _field(record, "answer", str), [], _field(record, "type", str), pairs, fact_pairs)
+    raise _RecordError(f"unrecognised record layout; keys seen: {sorted(record)}")
+
+
+def _build(record, dataset, answer, aliases, qtype, context_pairs, fact_pairs) -> Question:
+    qid = record["_id"] if "_id" in record else record["id"]
+    question = _question_text(record)
+    answer = _check_answer(answer)
+    paragraphs, first_title = _dedup([(t, s, i) for i, (t, s) in enumerate(context_pairs)])
+    facts = []
+    for title, sent_id in fact_pairs:
+        if not isinstance(title, str) or title not in first_title:
+            raise _RecordError(f"supporting fact title {title!r} not in context")
+        # Past the paragraph's end is kept (see the module docstring); load_file warns.
+        if not isinstance(sent_id, int) or isinstance(sent_id, bool) or sent_id < 0:
+            raise _RecordError(f"supporting fact sent_id {sent_id!r} for {title!r} is not a sentence index")
+        facts.append((first_title[title], sent_id))
+    return Question(
+        id=str(qid), question=question, answer=answer,
+        aliases=tuple(_check_str(a, "alias") for a in aliases), type=qtype,
+        paragraphs=paragraphs, supporting_facts=tuple(facts), dataset=dataset,
+    )
+
+
+def _parse_musique(record: dict, dataset: str) -> Question:
+    qid = _field(record, "id", str)
+    question = _question_text(record)
+    answer = _check_answer(_field(record, "answer", str))
+    triples, supporting, seen_idx = [], [], set()
+    for item in _field(record, "paragraphs", list):
+        if not isinstance(item, dict):
+            raise _RecordError("each entry of 'paragraphs' must be an object")
+        idx = _field(item, "idx", int)
+        if idx in seen_idx:
+            raise _RecordError(f"duplicate paragraph idx {idx}")
+        seen_idx.add(idx)
+        title = _field(item, "title", str)
+        sentences = split_sentences(_field(item, "paragraph_text", str))
+        if not sentences:
+            raise _RecordError(f"paragraph {title!r} has an empty paragraph_text")
+        # Stripped sentences would glue together in Paragraph.text (a plain join), so
+        # follow the HotpotQA convention: sentences after the first lead with a space.
+        sentences = sentences[:1] + tuple(" " + s for s in sentences[1:])
+        triples.append((title, sentences, idx))
+        if _field(item, "is_supporting", bool):
+            supporting.append(idx)
+    paragraphs, _ = _dedup(triples)
+    return Question(
+        id=qid, question=question, answer=answer,
+        aliases=tuple(_check_str(a, "alias") for a in record.get("answer_aliases") or ()),
+        type=qid.split("__", 1)[0] if "__" in qid else "",
+        paragraphs=paragraphs, supporting_facts=(), dataset=dataset,
+        supporting_paragraphs=tuple(supporting),
+    )
+
+
+def _dedup(triples: Iterable[tuple[str, Any, int]]) -> tuple[tuple[Paragraph, ...], dict[str, str]]:
+    """Paragraphs with unique titles: a repeated title gets " (2)", " (3)", ...
+    Also returns original title -> title of its first occurrence."""
+    paragraphs, first, counts, used = [], {}, {}, set()
+    for title, sentences, source_index in triples:
+        _check_str(title, "paragraph title")
+        sentences = tuple(_check_str(s, f"sentence of {title!r}") for s in _check_list(sentences, title))
+        if not sentences:  # an empty sentence (real HotpotQA has " ") is fine; none at all is not
+            raise _RecordError(f"paragraph {title!r} has no sentences")
+        counts[title] = counts.get(title, 0) + 1
+        unique, n = title, counts[title]
+        while unique in used:  # also steps over a real title that already reads "X (2)"
+            unique = f"{title} ({n})"
+            n += 1
+        used.add(unique)
+        first.setdefault(title, unique)
+        paragraphs.append(Paragraph(title=unique, sentences=sentences, source_index=source_index,
+                                    source_title=title if unique != title else None))
+    if not paragraphs:
+        raise _RecordError("the context has no paragraphs")
+    return tuple(paragraphs), first
+
+
+def _question_text(record: dict) -> str:
+    question = _field(record, "question", str)
+    if not question.strip():
+        raise _RecordError("the question is blank")
+    return question
+
+
+def _check_answer(answer) -> str:
+    if not _check_str(answer, "answer").strip():
+        raise _RecordError("the gold answer is empty")
+    return answer
+
+
+def _field(obj: dict, name: str, kind):
+    value = obj[name]  # KeyError -> "missing field"
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise _RecordError(f"field {name!r} must be {names}, got {type(value).__name__}")
+    return value
+
+
+def _zip_fields(obj: dict, a: str, b: str, where: str) -> list[tuple]:
+    left, right = _field(obj, a, list), _field(obj, b, list)
+    if len(left) != len(right):
+        raise _RecordError(f"{where}: {a!r} has {len(left)} entries but {b!r} has {len(right)}")
+    return list(zip(left, right))
+
+
+def _pair(item, where: str) -> tuple:
+    if not isinstance(item, list) or len(item) != 2:
+        raise _RecordError(f"{where}: expected [title, value] pairs, got {item!r:.80}")
+    return tuple(item)
+
+
+def _check_str(value, what: str) -> str:
+    if not isinstance(value, str):
+        raise _RecordError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _check_list(value, title: str) -> list:
+    if not isinstance(value, list | tuple):
+        raise _RecordError(f"sentences of {title!r} must be a list, got {type(value).__name__}")
+    return value

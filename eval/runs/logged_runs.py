@@ -1,0 +1,157 @@
+"""Runs made by `python -m eval.run`, read back from MLflow with their per-question records."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mlflow
+from mlflow.entities import Run
+
+from eval.runs import tracking
+from eval.runs.config import RunConfig
+
+
+class SelectionError(ValueError):
+    """The runs asked for cannot be compared (none found, unknown ids, missing results)."""
+
+
+@dataclass(frozen=True)
+class LoggedRun:
+    run_id: str
+    experiment_id: str
+    name: str
+    method: str  # the run's variant (RunConfig.variant): what comparisons pair by
+    dataset: str
+    lm: str
+    budget: int
+    start_time: int
+    metrics: dict[str, float]
+    records: tuple[dict, ...]  # in the run's question order
+    sweep: str = ""  # the variant without H: the runs of one budget sweep share it
+    label: str = ""  # the method label alone (RunConfig.label), without ablation, H or options
+    ablation: str = "none"  # the EIR ablation; runs logged before ablations existed had none
+    setting: str = "pool"  # pool or corpus
+    decoding: str | None = None  # the decoding mode it ran under (None: logged before --decoding)
+    config: RunConfig = field(default_factory=RunConfig, compare=False, hash=False)  # the condition eval.run logged
+
+    @property
+    def column(self) -> tuple[str, str]:
+        """Where this run sits in Table 1: one column per (dataset, LM)."""
+        return self.dataset, self.lm
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset(r["id"] for r in self.records)
+
+
+def load_run(run: Run, records: list[dict] | None = None) -> LoggedRun:
+    """A finished run with its logged records, or a stopped one with the `records` it finished."""
+    config = RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG])
+    return LoggedRun(
+        run_id=run.info.run_id,
+        experiment_id=run.info.experiment_id,
+        name=run.info.run_name,
+        method=config.variant,
+        dataset=config.dataset,
+        lm=config.lm_name,
+        budget=config.budget,
+        start_time=run.info.start_time,
+        metrics=dict(run.data.metrics),
+        records=tuple(_results(run) if records is None else records),
+        sweep=config.sweep,
+        label=config.label,
+        ablation=config.options.get("ablation") or "none",
+        setting=config.setting,
+        decoding=config.recorded_decoding,
+        config=config,
+    )
+
+
+def select_runs(experiment: str | None = None, run_ids: list[str] | None = None, filter_string: str = "",
+                methods: list[str] | None = None, stopped: bool = False) -> tuple[list[LoggedRun], list[str]]:
+    """Finished eval.run runs (by id, or all of an experiment matching an MLflow filter), newest first.
+    `stopped`: also the runs stopped by Ctrl-C (KILLED), with the questions they finished.
+
+    Returns the runs and notes on what was skipped, so the caller can say why a run is missing.
+    """
+    notes: list[str] = []
+    if run_ids:
+        runs = []
+        for run_id in run_ids:
+            try:
+                runs.append(mlflow.get_run(run_id))
+            except mlflow.exceptions.MlflowException:
+                raise SelectionError(f"run {run_id}: no such run in {mlflow.get_tracking_uri()}") from None
+    else:
+        found = mlflow.get_experiment_by_name(experiment)
+        if found is None:
+            raise SelectionError(f"no experiment named {experiment!r} in {mlflow.get_tracking_uri()}")
+        runs = mlflow.search_runs(experiment_ids=[found.experiment_id], filter_string=filter_string,
+                                  order_by=["attributes.start_time DESC"], output_format="list")
+    loaded = []
+    for run in runs:
+        label = f"run {run.info.run_id} ({run.info.run_name})"
+        kind = run.data.tags.get(tracking.KIND_TAG)
+        if kind == tracking.COMPILE_KIND and not run_ids:
+            continue  # an eval.compile run made a program file; the runs of that program are method runs
+        if kind in (tracking.COMPARISON_KIND, tracking.ANALYSIS_KIND):
+            if run_ids:
+                raise SelectionError(f"{label} is an {kind} run, not a method run" if kind == tracking.ANALYSIS_KIND
+                                     else f"{label} is a comparison, not a method run")
+            continue
+        if tracking.CONFIG_TAG not in run.data.tags:
+            raise SelectionError(f"{label} was not made by eval.run (no {tracking.CONFIG_TAG} tag)")
+        if stopped and run.info.status == "KILLED":
+            records = _finished_so_far(run)
+            if records:
+                notes.append(f"included {label}: stopped (KILLED) after {len(records)} of its "
+                             f"{RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG]).n} questions; "
+                             "compared on the questions both runs of a pair finished")
+                logged = load_run(run, records)
+                if not methods or logged.method in methods or logged.label in methods:
+                    loaded.append(logged)
+                continue
+        if run.info.status != "FINISHED":
+            why = run.data.tags.get(tracking.FAILURE_TAG)
+            notes.append(f"skipped {label}: status {run.info.status}" + (f": {why}" if why else "")
+                         + f" (finish it with `python -m eval.run --resume {run.info.run_id}`)")
+            continue
+        logged = load_run(run)
+        if methods and logged.method not in methods and logged.label not in methods:
+            continue
+        loaded.append(logged)
+    if not loaded:
+        where = f"runs {run_ids}" if run_ids else f"experiment {experiment!r}" + (f" with {filter_string!r}" if filter_string else "")
+        raise SelectionError(f"no finished eval.run runs in {where}" + (f" (methods {methods})" if methods else ""))
+    return loaded, notes
+
+
+def _finished_so_far(run: Run) -> list[dict]:
+    """A stopped run's records: its results file as the runner wrote it (each question appended as it
+    finished; a question run again on resume replaces its earlier record)."""
+    path = Path(run.data.tags[tracking.RESULTS_TAG])
+    if not path.exists():
+        raise SelectionError(f"run {run.info.run_id} ({run.info.run_name}) was stopped; its finished questions are in "
+                             f"{path}, which is not here (run eval.compare where the run was made)")
+    by_id: dict[str, dict] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SelectionError(f"{path}, line {number}: not JSON ({exc.msg})") from None
+            by_id[record["id"]] = record
+    return list(by_id.values())
+
+
+def _results(run: Run) -> list[dict]:
+    """The run's per-question JSONL artifact (results.jsonl, or <variant>.jsonl for a variant run)."""
+    client = mlflow.MlflowClient()
+    names = [a.path for a in client.list_artifacts(run.info.run_id) if a.path.endswith(".jsonl")]
+    if len(names) != 1:
+        raise SelectionError(f"run {run.info.run_id} ({run.info.run_name}): expected one per-question .jsonl "
+                             f"artifact, found {names or 'none'}")
+    path = Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path=names[0]))
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,127 @@
+"""Run questions on a small thread pool and keep every finished one, whatever stops the run.
+
+- Each finished question's record is handed to `keep` at once (the runner appends it to disk).
+- At most `threads` questions are in flight: nothing is queued ahead, so stopping costs no
+  model calls beyond the questions already running.
+- Ctrl-C once: no new question starts; the running ones finish and are kept. Ctrl-C again:
+  `on_abort` runs (the runner marks the MLflow run KILLED) and the process exits at once with
+  130; every question finished before that is already on disk.
+- When the first questions to finish all failed with the same error (a bad key, an unknown
+  model), nothing new starts either: the run is failing, not unlucky. Nor after a question that
+  failed because the embedded engine itself is gone (`engine_failed`): every later one would.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+# The run stops when its first FAILING_AFTER finished questions (all of them, if fewer) failed
+# with the same error type and none succeeded.
+FAILING_AFTER = 3
+
+
+@dataclass
+class Stop:
+    """Why a run ended before every question was run (both None: it was not stopped)."""
+
+    interrupted: bool = False
+    failing: str | None = None  # the error every question of this part so far failed with
+    failed: int = 0  # how many questions of this part failed with it
+    engine_failed: bool = False  # the embedded engine died (failing is its error)
+
+
+@dataclass
+class FailureWatch:
+    total: int  # questions this part will run
+    errors: list[str] = field(default_factory=list)  # the error of each question that failed
+    types: set[str] = field(default_factory=set)  # their `error_type`s, as eval.runs.execute records them
+    succeeded: bool = False
+
+    def add(self, record: dict) -> str | None:
+        """The repeated error once the run is evidently failing, else None."""
+        if record.get("error") is None:
+            self.succeeded = True
+            return None
+        self.errors.append(record["error"])
+        self.types.add(record["error_type"])
+        needed = min(FAILING_AFTER, self.total)
+        if not self.succeeded and len(self.errors) >= needed and len(self.types) == 1:
+            return self.errors[0]
+        return None
+
+
+class Interrupts:
+    """SIGINT handling for one run (main thread only; elsewhere Ctrl-C keeps Python's default)."""
+
+    def __init__(self, on_abort: Callable[[], None], running: Callable[[], int]) -> None:
+        self.requested = False
+        self.on_abort = on_abort
+        self.running = running
+        self._previous = None
+
+    def __enter__(self) -> "Interrupts":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            print("\nSecond Ctrl-C: exiting now; every finished question is saved.", file=sys.stderr, flush=True)
+            try:
+                self.on_abort()
+            finally:
+                os._exit(130)
+        self.request()
+
+    def request(self) -> None:
+        if not self.requested:
+            self.requested = True
+            running = self.running()
+            wait = f"waiting for the {running} running to finish (Ctrl-C again to exit now)" if running else "stopping"
+            print(f"\nCtrl-C: no new question will start; {wait}.", file=sys.stderr, flush=True)
+
+
+def run_all(todo: Iterable, run_one: Callable[[object], dict], keep: Callable[[dict], None], threads: int,
+            on_abort: Callable[[], None], total: int) -> Stop:
+    """Run `run_one` on each item of `todo`, `threads` at a time, handing each record to `keep`."""
+    pending = iter(todo)
+    running: set = set()
+    watch = FailureWatch(total)
+    stop = Stop()
+    with ThreadPoolExecutor(max_workers=threads) as pool, Interrupts(on_abort, lambda: len(running)) as interrupts:
+
+        def fill() -> None:
+            while not interrupts.requested and stop.failing is None and len(running) < threads:
+                item = next(pending, None)
+                if item is None:
+                    return
+                running.add(pool.submit(run_one, item))
+
+        fill()
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                running.discard(future)
+                try:
+                    record = future.result()
+                except KeyboardInterrupt:  # raised inside a question (not through the handler): same as Ctrl-C
+                    interrupts.request()
+                    continue
+                keep(record)
+                if record.get("engine_failed") and not stop.engine_failed:
+                    stop.engine_failed, stop.failing = True, record["error"]
+                stop.failing = stop.failing or watch.add(record)
+                stop.failed = len(watch.errors)
+            fill()
+    stop.interrupted = interrupts.requested
+    return stop

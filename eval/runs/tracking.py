@@ -1,0 +1,170 @@
+"""MLflow logging: one run per (method, dataset, LM) with params, metrics and per-question artifacts."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import mlflow
+
+from eval.runs.config import RunConfig
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+CONFIG_TAG = "eir.config"
+RESULTS_TAG = "eir.results_path"
+VARIANT_OF_TAG = "eir.variant_of"
+KIND_TAG = "eir.kind"  # set on comparison and analysis runs, so they are never read back as method runs
+FAILURE_TAG = "eir.failure"  # why a run ended FAILED (every question failed with this error)
+COMPARISON_KIND = "comparison"
+ANALYSIS_KIND = "analysis"  # an eval.analyze run over recorded runs
+COMPILE_KIND = "compile"  # an eval.compile run: it makes a program file, not per-question results
+ANALYSIS_TAG = "eir.analysis"  # its analysis's name
+SOURCE_RUNS_TAG = "eir.source_runs"  # the JSON list of the run ids an analysis read
+
+# The system metrics monitor says four INFO lines per run (GPU skipped, started, stopping, stopped).
+logging.getLogger("mlflow.system_metrics").setLevel(logging.WARNING)
+
+TABLE_COLUMNS = ["id", "question", "gold", "prediction", "answer_f1", "em", "support_f1", "sp_em", "joint_em",
+                 "joint_f1", "citations_outside_evidence", "calls",
+                 "prompt_tokens", "completion_tokens", "evidence_titles", "rejected_actions", "error"]
+
+
+def setup(experiment: str) -> str:
+    uri = use_tracking_uri()
+    mlflow.set_experiment(experiment)
+    return uri
+
+
+def use_tracking_uri() -> str:
+    """$MLFLOW_TRACKING_URI, else the project's sqlite store."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+    mlflow.set_tracking_uri(uri)
+    return uri
+
+
+def acceptance(method: str) -> str | None:
+    """The method's parse rule (eir_dspy/acceptance.py): which outputs it accepts is a condition of the run."""
+    from programs import METHODS
+
+    return getattr(METHODS.get(method), "acceptance", None)
+
+
+def log_config(config: RunConfig) -> None:
+    """Params named the same for every method, so MLflow's compare view lines runs up; the config
+    itself as the eir.config tag (eval/runs/config.py names the run: label, variant)."""
+    lm = config.lm
+    mlflow.log_params({
+        "method": config.label, "dataset": config.dataset, "n": config.n, "seed": config.seed,
+        "variant": config.variant, "lm": config.lm_name, "temperature": lm.temperature, "max_tokens": lm.max_tokens,
+        "request_timeout": lm.request_timeout,
+        "H": config.budget, "data_file": config.data_file, "threads": config.threads,
+        "engine": lm.engine if str(config.lm_name or "").startswith("local/") else None,
+        "server_args": lm.server_args or None,
+        "adapter": "JSONAdapter", "decoding": config.recorded_decoding,
+        "endpoints": lm.endpoints,
+        "price_in": lm.price_in, "price_out": lm.price_out, **config.options,
+        "setting": config.setting, "index": config.index,
+        "corpus": config.corpus, "corpus_paragraphs": config.corpus_paragraphs,
+        "acceptance": acceptance(config.method),
+        **program_params(config),
+    })
+    mlflow.set_tags({CONFIG_TAG: config.to_tag(), "method": config.label, "variant": config.variant,
+                     "dataset": config.dataset, "lm": config.lm_name})
+
+
+def program_params(config: RunConfig) -> dict:
+    """A compiled program's file and sha256 (eval.run --program); nothing for a zero-shot run."""
+    program = config.program
+    return {"program_file": program.path, "program_sha256": program.sha256} if program else {}
+
+
+def resumable_run(run_id: str) -> str:
+    """The run `--resume run_id` continues: the run itself, or, for a variant run (Reflexion's
+    first trial), the run it was derived from; finishing that one re-logs the variant too."""
+    try:
+        run = mlflow.get_run(run_id)
+    except mlflow.exceptions.MlflowException:
+        raise SystemExit(f"error: --resume {run_id}: no such run in {mlflow.get_tracking_uri()}") from None
+    parent = run.data.tags.get(VARIANT_OF_TAG)
+    if parent:
+        print(f"run {run_id} is the {run.data.tags.get('method', 'variant')} result of run {parent}; resuming {parent}, "
+              "which logs both", file=sys.stderr)
+        return parent
+    if CONFIG_TAG not in run.data.tags or RESULTS_TAG not in run.data.tags:
+        raise SystemExit(f"error: run {run_id} was not made by eval.run (no {CONFIG_TAG} / {RESULTS_TAG} tags); "
+                         "cannot resume it")
+    return run_id
+
+
+def saved_config(run_id: str) -> RunConfig:
+    return RunConfig.from_tag(mlflow.get_run(run_id).data.tags[CONFIG_TAG])
+
+
+def start_run(config: RunConfig, resume_id: str | None, out_root: str, tags: dict | None = None) -> str:
+    """Start (or reopen, to resume) a method run; it stays active until `end_run_if_active`.
+    `tags` are set as the run is created, so a run killed at once is still found by them.
+    System metrics (CPU, memory, disk, network: `system/*`) are sampled every 10 s (MLflow's default;
+    $MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL sets another) by a thread that `mlflow.end_run` stops
+    and joins, and that exits by itself once the run is no longer RUNNING (a second Ctrl-C)."""
+    if resume_id:
+        mlflow.start_run(run_id=resume_id, log_system_metrics=True)
+        if FAILURE_TAG in mlflow.get_run(resume_id).data.tags:
+            mlflow.delete_tag(FAILURE_TAG)  # a new attempt; it is tagged again if it fails again
+        return resume_id
+    run = mlflow.start_run(run_name=config.run_name, tags=tags, log_system_metrics=True)
+    log_config(config)
+    mlflow.set_tag(RESULTS_TAG, str(Path(out_root) / run.info.run_id / "results.jsonl"))
+    return run.info.run_id
+
+
+def end_run_if_active(status: str, run_id: str | None = None) -> None:
+    """End the active run with `status`; with `run_id`, set that run's status directly (safe from a
+    signal handler, where the fluent run stack may be mid-update)."""
+    if run_id is not None:
+        mlflow.MlflowClient().set_terminated(run_id, status)
+    elif mlflow.active_run() is not None:
+        mlflow.end_run(status)
+
+
+def mark_failed(message: str) -> None:
+    """End the active run FAILED, saying why, so comparisons skip it with the reason."""
+    mlflow.set_tag(FAILURE_TAG, message[:5000])
+    mlflow.end_run("FAILED")
+
+
+def log_variant(config: RunConfig, parent_id: str, records: list[dict], metrics: dict[str, float],
+                results_path: str) -> str:
+    """Log (or, after a resume, re-log) a variant of `parent_id` (its config labelled as the variant,
+    e.g. reflexion_first) as its own run, found again by tag."""
+    name = config.label
+    found = mlflow.search_runs(filter_string=f"tags.`{VARIANT_OF_TAG}` = '{parent_id}' and tags.method = '{name}'",
+                               output_format="list")
+    run_id = found[0].info.run_id if found else None
+    # The link tags are set as the run is created, so a run killed right after is still found (and
+    # resumable through its parent).
+    tags = None if run_id else {VARIANT_OF_TAG: parent_id, "method": name}
+    with mlflow.start_run(run_id=run_id, run_name=None if run_id else config.run_name, tags=tags) as run:
+        if run_id is None:
+            log_config(config)
+        log_results(records, metrics, results_path)
+        return run.info.run_id
+
+
+def log_results(records: list[dict], metrics: dict[str, float], results_path: str) -> None:
+    mlflow.log_metrics(metrics)
+    table = {col: [_cell(r.get(col)) for r in records] for col in TABLE_COLUMNS}
+    mlflow.log_table(data=table, artifact_file="per_question.json")
+    mlflow.log_dict(
+        [{k: r[k] for k in ("id", "question", "gold", "prediction", "citations", "calls_by_role", "trajectory",
+                            "lm_calls", "error", "error_trace")} for r in records],
+        "trajectories.json",
+    )
+    mlflow.log_artifact(results_path)
+
+
+def _cell(value):
+    if isinstance(value, list):
+        return "; ".join(map(str, value))
+    return value

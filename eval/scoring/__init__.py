@@ -1,0 +1,1 @@
+"""Scores: the official per-question metrics, a run's summary, paired statistics."""

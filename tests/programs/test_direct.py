@@ -1,0 +1,54 @@
+from programs import Direct
+from tests.scripted import act, field, run_program
+from tests.programs.test_eir import POOL, Q
+
+BAND = "Tinted Windows (band)"
+
+
+def run(replies, budget=6, decoding="free"):
+    return run_program(Direct(budget=budget), Q, POOL, replies, decoding)
+
+
+def test_first_valid_submit_is_scored_and_later_replies_are_never_requested():
+    replies = [act("read", BAND), act("submit", answer="Tulsa", citations=[(BAND, 1)]),
+               act("submit", answer="LATER ANSWER")]
+    pred, ledger, engine = run(replies)
+    assert pred.answer == "Tulsa" and pred.citations == [(BAND, 1)]
+    assert ledger.by_role() == {"action": 2} and len(engine.replies) == 1  # the third reply was never used
+
+
+def test_invalid_submits_are_rejected_and_the_next_valid_one_counts():
+    replies = [act("submit", answer="Tulsa", citations=[(BAND, 1)]),  # cites a sentence not read yet
+               act("submit", answer="  "),  # empty answer
+               act("read", BAND), act("submit", answer="Tulsa", citations=[(BAND, 1)])]
+    pred, ledger, engine = run(replies)
+    assert [t.accepted for t in pred.episode.turns] == [False, False, True, True]
+    assert pred.answer == "Tulsa" and pred.episode.rejected_turns == 2 and ledger.n_calls == 4
+    assert "cites sentences you have not read: ('Tinted Windows (band)', 1)" in field(engine.prompts[1], "last_result")
+    assert "the submitted answer is empty" in field(engine.prompts[2], "last_result")
+
+
+def test_no_valid_submit_within_h_turns_scores_empty():
+    titles = [p.title for p in POOL]
+    pred, ledger, _ = run([act("read", titles[0]), act("read", titles[1]), act("read", titles[2])], budget=3)
+    ep = pred.episode
+    assert pred.answer == "" and ep.forced_end and len(ep.turns) == 3 == ledger.n_calls  # H turns in all
+
+
+def test_a_turn_sees_the_last_result_but_no_earlier_thought_or_action():
+    pred, _, engine = run([act("read", BAND, thought="QQFIRST need the band"), act("submit", answer="x")])
+    last = field(engine.prompts[1], "last_result")
+    assert last.startswith('Read "Tinted Windows (band)" (5 reads left).') and last.endswith("[1] Their first show was in Tulsa.")
+    assert "QQFIRST" not in engine.prompts[1] and "Turn 1" not in engine.prompts[1]
+    assert pred.episode.turns[0].reasoning == "QQFIRST need the band"  # the thought is still recorded
+
+
+def test_constrained_schema_bounds_citations_and_forces_submit_on_the_last_turn():
+    _, _, engine = run([act("read", BAND), act("submit", answer="x")], budget=2, decoding="strict")
+    first, last = engine.formats
+    assert "anyOf" in first["schema"]["properties"]["action"]
+    action = last["schema"]["properties"]["action"]
+    assert action["properties"]["kind"] == {"const": "submit"}
+    item = action["properties"]["citations"]["items"]
+    assert item["properties"] == {"title": {"const": BAND}, "sentence": {"enum": [0, 1]}}
+    assert "must submit" not in engine.prompts[1] and "Now turn" not in engine.prompts[1]  # the grammar alone forces it

@@ -1,0 +1,22 @@
+import dspy
+
+from eir_dspy.accounting import Ledger, recording
+from eir_dspy.lm import DecodingAdapter
+from programs import FullPool
+from tests.scripted import field, final, scripted_lm
+from tests.programs.test_eir import POOL, Q
+
+
+def test_one_call_sees_every_paragraph_in_the_final_answer_format():
+    lm = scripted_lm([final("Tulsa", [("Tinted Windows (band)", 1)])])
+    ledger = Ledger()
+    with dspy.context(lm=lm, adapter=DecodingAdapter("strict")), recording(ledger):
+        pred = FullPool()(question=Q, paragraphs=POOL)
+    evidence = field(lm.engine.prompts[0], "evidence")
+    assert evidence.startswith("## Tinted Windows (album)\n[0] Tinted Windows is the debut album")
+    assert "## Act of Congress\n[0] Act of Congress is a group." in evidence
+    assert "[1] Their first show was in Tulsa." in evidence
+    assert ledger.by_role() == {"final": 1}
+    assert pred.answer == "Tulsa" and pred.evidence_titles == [p.title for p in POOL]
+    title = lm.engine.formats[0]["schema"]["properties"]["citations"]["items"]["properties"]["title"]
+    assert title == {"enum": [p.title for p in POOL]}

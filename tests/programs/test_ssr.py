@@ -1,0 +1,94 @@
+"""SSR's control flow on a scripted LM: call counts, refinement, fallbacks, independent votes."""
+
+from programs import SSR
+from tests.scripted import act, field, run_program
+from tests.programs.test_eir import POOL, Q
+
+BAND, ALBUM, ACT = "Tinted Windows (band)", "Tinted Windows (album)", "Act of Congress"
+STEPS = {"facts": "nothing read yet", "justification": "the band page names the city", "action": "read the band page"}
+
+
+def judge(verdict="accept", correction="", confidence=0.9):
+    return {"verdict": verdict, "correction": correction, "confidence": confidence}
+
+
+class Script:
+    """Answers each role by its instructions; `verdicts[step]` lists the judgments of each vote in turn."""
+
+    def __init__(self, proposals, verdicts=None, refined=None):
+        self.proposals, self.verdicts, self.refined = list(proposals), verdicts or {}, list(refined or [])
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, prompt):
+        if "Break the proposed action" in prompt:
+            return STEPS
+        if "Check one step" in prompt:
+            step = field(prompt, "step")
+            i = self.seen[step] = self.seen.get(step, -1) + 1
+            options = self.verdicts.get(step, [])
+            return options[i % len(options)] if options else judge()
+        if "A verifier found a wrong step" in prompt:
+            return self.refined.pop(0)
+        return self.proposals.pop(0)
+
+
+def run(script, budget=2, **options):
+    return run_program(SSR(budget=budget, **options), Q, POOL, script)
+
+
+def test_verification_always_runs_two_plus_nine_calls_per_turn_without_refinement():
+    pred, ledger, _ = run(Script([act("read", BAND), act("submit", answer="Tulsa")]))
+    assert pred.answer == "Tulsa"
+    assert ledger.by_role() == {"action": 2, "decompose": 2, "verify": 18}
+    assert [e["executed"] for e in pred.trajectory["ssr"]] == ["proposal", "proposal"]
+
+
+def test_a_refined_turn_costs_one_more_call_and_executes_the_refined_action():
+    # Two of three votes reject the action step and agree on reading the band page.
+    verdicts = {"action": [judge("reject", f"read: {BAND}", 0.9), judge("reject", f"READ: {BAND.lower()}", 0.8),
+                           judge()]}
+    script = Script([act("read", ACT), act("submit", answer="Tulsa")], verdicts, refined=[act("read", BAND)])
+    pred, ledger, engine = run(script, budget=2)
+    assert pred.episode.turns[0].read_title == BAND
+    # Turn 1: 12 calls. Turn 2: the same corrections now name a paragraph already read, so they are
+    # invalid, nothing qualifies and the turn costs 11.
+    assert ledger.by_role() == {"action": 2, "decompose": 2, "verify": 18, "refine": 1}
+    assert pred.trajectory["ssr"][1]["executed"] == "proposal" and pred.answer == "Tulsa"
+    first = pred.trajectory["ssr"][0]
+    assert first["refined_step"] == "action" and first["executed"] == "refined"
+    refine_prompt = next(p for p in engine.prompts if "A verifier found a wrong step" in p)
+    assert field(refine_prompt, "correction") == f"read: {BAND}" and field(refine_prompt, "step") == "action"
+
+
+def test_invalid_refinement_falls_back_to_the_agreed_action_correction():
+    verdicts = {"action": [judge("reject", f"read: {BAND}"), judge("reject", f"read: {BAND}"), judge()]}
+    # The refinement asks to read a title that is not in the pool: not a valid action.
+    script = Script([act("read", ACT), act("submit", answer="x")], verdicts, refined=[act("read", "Nowhere"), "junk"])
+    pred, _, _ = run(script)
+    assert pred.episode.turns[0].read_title == BAND
+    assert pred.trajectory["ssr"][0]["executed"] == "agreed correction of the action step"
+
+
+def test_without_an_agreed_action_correction_the_original_action_is_executed():
+    verdicts = {"facts": [judge("reject", "the album is by the band", 0.9)]}  # all three agree: facts qualifies
+    script = Script([act("read", ACT), act("submit", answer="x")], verdicts, refined=["not json", "not json"])
+    pred, ledger, _ = run(script)
+    first = pred.trajectory["ssr"][0]
+    assert first["refined_step"] == "facts" and first["executed"] == "proposal (refinement gave no valid action)"
+    assert pred.episode.turns[0].read_title == ACT and ledger.by_role()["refine"] == 2
+
+
+def test_votes_are_independent_samples_at_the_verifier_temperature():
+    _, _, engine = run(Script([act("submit", answer="x")]), budget=2, votes=3)
+    verify = [c for p, c in zip(engine.prompts, engine.configs) if "Check one step" in p]
+    assert len(verify) == 9 and {c.temperature for c in verify} == {0.7}
+    assert [c.seed for c in verify[:3]] == [0, 1, 2]
+    _, _, engine = run(Script([act("submit", answer="x")]), budget=2, verifier_temperature=0.0, votes=2)
+    verify = [c for p, c in zip(engine.prompts, engine.configs) if "Check one step" in p]
+    assert len(verify) == 6 and {c.temperature for c in verify} == {0.0} and {c.seed for c in verify} == {None}
+
+
+def test_an_unparseable_proposal_is_rejected_without_verification():
+    pred, ledger, _ = run(Script(["no json here", act("submit", answer="x")]))
+    assert [t.accepted for t in pred.episode.turns] == [False, True]
+    assert ledger.by_role() == {"action": 2, "decompose": 1, "verify": 9}
