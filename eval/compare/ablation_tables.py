@@ -9,6 +9,8 @@ from statistics import mean
 from eval.compare.pairs import Column, Comparison, ComparedRuns, records_by_id, run_means
 from eval.compare.families import H_SWEEP, LIST_FEEDBACK, REPAIR, REPAIR_APPLIED
 from eval.runs.logged_runs import LoggedRun
+from eval.runs.record import QuestionRecord, as_records
+from eval.scoring.summary import eir_lists
 from eval.formatting import column_name, fmt_p, markdown
 
 SIGNIFICANT = "*"
@@ -126,26 +128,25 @@ def _repair_table(grid: ComparedRuns, found: list[Comparison]) -> str | None:
 
 # Per-question measures, as eval.summary computes them for a run.
 
-def gold_read(records: list[dict]) -> float:
+def gold_read(records: list[dict | QuestionRecord]) -> float:
     """Gold-paragraph recall, 0-100: summary's `gold_paragraphs_read`."""
-    return 100 * mean(r["gold_read_share"] for r in records)
+    return 100 * mean(r.gold_read_share for r in as_records(records))
 
 
-def reads(records: list[dict]) -> float:
+def reads(records: list[dict | QuestionRecord]) -> float:
     """Paragraphs read per question: summary's `reads_per_question`."""
-    return mean(r["reads"] for r in records)
+    return mean(r.reads for r in as_records(records))
 
 
-def list_entries(records: list[dict]) -> float | None:
+def list_entries(records: list[dict | QuestionRecord]) -> float | None:
     """Requirements + conclusions in the final lists, per episode: summary's `list_entries_per_question`
     (None when no record has lists)."""
-    lists = [r["trajectory"] for r in records
-             if isinstance(r.get("trajectory"), dict) and "list_updates" in r["trajectory"]]
-    return mean(len(t["requirements"]) + len(t["conclusions"]) for t in lists) if lists else None
+    lists = eir_lists(as_records(records))
+    return mean(len(t.requirements) + len(t.conclusions) for t in lists) if lists else None
 
 
-def repair_calls(records: list[dict]) -> float:
-    roles = [r.get("calls_by_role") or {} for r in records]
+def repair_calls(records: list[dict | QuestionRecord]) -> float:
+    roles = [r.calls_by_role or {} for r in as_records(records)]
     return mean(by.get("repair", 0) + by.get("refresh", 0) for by in roles)
 
 
