@@ -19,7 +19,7 @@ from pathlib import Path
 from eval.analyze.report import Context, Report, corpus_note
 from eval.formatting import markdown, number, pct
 from eval.runs.logged_runs import LoggedRun, SelectionError
-from eval.runs.record import QuestionRecord, as_records, from_legacy
+from eval.runs.record import QuestionRecord, from_legacy
 
 NAME = "calls-after-support"
 PAPER = "Table 21"
@@ -55,7 +55,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     taken: set[str] = set()
     for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
         # Questions that raised have no trajectory; questions with no annotated support have nothing to read.
-        usable = [(r, trials_of(r)) for r in as_records(run.records) if not r.error and r.gold_titles]
+        usable = [(r, trials_of(r)) for r in run.question_records if not r.error and r.gold_titles]
         if not any(trials and any(trials) for _, trials in usable):
             report.notes.append(f"skipped {run.run_id} ({run.name}): its records hold no action turns "
                                 "(Full Pool reads nothing turn by turn; reflexion_first: see its reflexion_oracle run)")

@@ -24,7 +24,7 @@ from eval.analyze.report import Context, Report
 from eval.compare.pairs import records_by_id
 from eval.formatting import fmt_p, markdown, pct
 from eval.runs.logged_runs import LoggedRun
-from eval.runs.record import QuestionRecord, as_records, from_legacy
+from eval.runs.record import QuestionRecord, from_legacy
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 
 NAME = "parse-failures"
@@ -66,7 +66,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     statuses: dict[str, dict[str, str]] = {}  # run id -> question id -> status
     rows, keys = [], {}
     for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
-        records = as_records(run.records)
+        records = run.question_records
         found = {r.id: status(r) for r in records}
         if None in found.values():
             report.notes.append(f"skipped {run.run_id} ({run.name}): its records hold no trajectory of their own "
@@ -115,10 +115,10 @@ def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Con
                 empty += 1
                 rows.append(head + ["–"] * 5)
                 continue
-            f1 = paired_bootstrap([100 * b[q]["answer_f1"] for q in kept], [100 * a[q]["answer_f1"] for q in kept],
+            f1 = paired_bootstrap([100 * b[q].answer_f1 for q in kept], [100 * a[q].answer_f1 for q in kept],
                                   context.resamples, context.seed)
-            em = mcnemar_exact([b[q]["em"] >= 1 for q in kept], [a[q]["em"] >= 1 for q in kept])
-            all_diff = sum(100 * (a[q]["answer_f1"] - b[q]["answer_f1"]) for q in shared) / len(shared)
+            em = mcnemar_exact([b[q].em >= 1 for q in kept], [a[q].em >= 1 for q in kept])
+            all_diff = sum(100 * (a[q].answer_f1 - b[q].answer_f1) for q in shared) / len(shared)
             report.metrics.update({f"f1_diff/{pair}": f1.diff, f"f1_ci_low/{pair}": f1.low,
                                    f"f1_ci_high/{pair}": f1.high, f"f1_p/{pair}": f1.p,
                                    f"f1_diff_shared/{pair}": all_diff, f"em_only_eir/{pair}": em.c,

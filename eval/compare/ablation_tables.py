@@ -89,7 +89,7 @@ def table12(grid: ComparedRuns) -> str | None:
     for c in found:
         a, b = _paired(grid, c.reference, c), _paired(grid, c.method, c)
         rows.append([column_name(c.column), f"{c.reference} − {c.method}", str(len(c.ids)),
-                     _both(a, b, lambda rs: f"{100 * mean(r['answer_f1'] for r in rs):.1f}"),
+                     _both(a, b, lambda rs: f"{100 * mean(r.answer_f1 for r in rs):.1f}"),
                      _both(a, b, lambda rs: f"{gold_read(rs):.1f}"),
                      _both(a, b, lambda rs: f"{reads(rs):.2f}"),
                      _both(a, b, lambda rs: _maybe(list_entries(rs))), *_stats(c)])
@@ -167,17 +167,17 @@ def _run(grid: ComparedRuns, variant: str, c: Comparison) -> LoggedRun:
     return grid.run(variant, c.column)
 
 
-def _paired(grid: ComparedRuns, variant: str, c: Comparison) -> list[dict]:
+def _paired(grid: ComparedRuns, variant: str, c: Comparison) -> list[QuestionRecord]:
     """The run's records of the compared questions."""
     by_id = records_by_id(_run(grid, variant, c))
     return [by_id[i] for i in c.ids]
 
 
 def _f1(grid: ComparedRuns, variant: str, c: Comparison) -> float:
-    return 100 * mean(r["answer_f1"] for r in _paired(grid, variant, c))
+    return 100 * mean(r.answer_f1 for r in _paired(grid, variant, c))
 
 
-def _both(a: list[dict], b: list[dict], fmt) -> str:
+def _both(a: list[QuestionRecord], b: list[QuestionRecord], fmt) -> str:
     return f"{fmt(a)} / {fmt(b)}"
 
 

@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from programs.trajectory_record import Trajectory
 
 
+SCORES = {"answer_f1", "em", "support_f1", "sp_em", "joint_em", "joint_f1"}  # eval.scoring.metrics.score_question's
+
+
 class RecordError(ValueError):
     """A line that is not a question record; the message names the field at fault."""
 
@@ -74,6 +77,10 @@ class QuestionRecord(BaseModel):
     # when this question finished.
     part_started_at: float | None = None
     finished_at: float | None = None
+
+    def scores(self) -> dict[str, float | None]:
+        """The scores this record holds, by name: what eval.scoring.metrics' aggregates take."""
+        return self.model_dump(include=SCORES, exclude_unset=True)
 
     def row(self) -> dict[str, Any]:
         """The record as a results.jsonl line holds it: the fields set, nothing added."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from statistics import mean
 
 from eval.formatting import piped
-from eval.scoring.metrics import PARTIAL_SCORE_KEYS, SCORE_KEYS, aggregate, aggregate_defined
+from eval.scoring.metrics import aggregate, aggregate_defined
 from eval.runs.record import QuestionRecord, as_records
 from programs.trajectory_record import Trajectory
 from eval.runs.records import wall_time
@@ -17,7 +17,7 @@ def summarize(records: list[dict | QuestionRecord]) -> dict[str, float]:
     if not records:
         raise ValueError("no per-question records to summarize")
     records = as_records(records)
-    scores = [r.model_dump(include=set(SCORE_KEYS) | set(PARTIAL_SCORE_KEYS), exclude_unset=True) for r in records]
+    scores = [r.scores() for r in records]
     n = len(records)
     turns = sum(r.turns for r in records)
     costs = [r.cost_usd for r in records]
