@@ -3,12 +3,14 @@ a record survives its results line, and older lines load through the one convert
 
 import json
 import typing
+from types import SimpleNamespace
 
 import dspy
 import pytest
 
 from eir_dspy.lm import DecodingAdapter
 from eval.runs.execute import run_question
+from eval.runs.logged_runs import SelectionError, checked
 from eval.runs.record import QuestionRecord, RecordError, from_legacy
 from eval.runs.records import ResultsFile
 from programs import METHODS, Reflexion
@@ -105,3 +107,10 @@ def test_a_bad_record_is_an_error_naming_the_field(row, named):
 def test_a_line_that_is_not_an_object_is_an_error():
     with pytest.raises(RecordError, match="JSON object, not list"):
         from_legacy([1, 2])
+
+
+def test_a_logged_line_is_read_in_the_current_form_and_a_bad_one_names_its_run():
+    run = SimpleNamespace(info=SimpleNamespace(run_id="r1", run_name="full_pool / hotpotqa / m"))
+    assert checked(run, {"id": "q1", "trajectory": {"final_parsed": True}})["trajectory"]["method"] == "full_pool"
+    with pytest.raises(SelectionError, match=r"run r1 \(full_pool / hotpotqa / m\): question record 'q1' is not valid: em:"):
+        checked(run, {"id": "q1", "em": "high"})
