@@ -8,10 +8,13 @@ from types import SimpleNamespace
 import dspy
 import pytest
 
+import eval.summary as summary
+
 from eir_dspy.lm import DecodingAdapter
 from eval.runs.execute import run_question
 from eval.runs.logged_runs import SelectionError, checked
 from eval.runs.record import QuestionRecord, RecordError, from_legacy
+from eval.scoring.summary import summarize
 from eval.runs.records import ResultsFile
 from programs import METHODS, Reflexion
 from programs.trajectory_record import Method, Trajectory
@@ -61,6 +64,17 @@ def test_a_line_written_before_the_typed_record_converts_to_the_same_record(meth
     legacy = json.loads(json.dumps(without_method(row), default=str))
     assert "method" not in (legacy["trajectory"] or {})
     assert from_legacy(legacy) == from_legacy(json.loads(json.dumps(row, default=str)))
+
+
+def test_an_older_results_file_tables_as_the_same_file_written_now(tmp_path, capsys):
+    rows = [record_of("eir")]
+    now, before = tmp_path / "now.jsonl", tmp_path / "old.jsonl"  # names of one length: one column width
+    now.write_text("".join(json.dumps(r, default=str) + "\n" for r in rows))
+    before.write_text("".join(json.dumps(without_method(r), default=str) + "\n" for r in rows))
+    assert "list_updates_discarded_per_question" in summarize(rows)  # EIR's list metrics, found by its method
+    summary.main([str(now), str(before), "--behaviour"])
+    tables = capsys.readouterr().out.split("\n\n")
+    assert tables[0].replace(str(now), "F") == tables[1].replace(str(before), "F")
 
 
 def test_reflexions_first_trial_variant_is_a_record_of_its_own():
