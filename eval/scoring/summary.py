@@ -5,10 +5,10 @@ from __future__ import annotations
 from statistics import mean
 
 from eval.formatting import piped
-from eval.scoring.metrics import aggregate, aggregate_defined
 from eval.runs.record import QuestionRecord, as_records
-from programs.trajectory_record import Trajectory
 from eval.runs.records import wall_time
+from eval.scoring.metrics import aggregate, aggregate_defined
+from programs.trajectory_record import Trajectory
 
 
 def summarize(records: list[dict | QuestionRecord]) -> dict[str, float]:
