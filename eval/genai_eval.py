@@ -50,10 +50,10 @@ def evaluation_data(run: LoggedRun, questions: dict[str, Question]) -> list[dict
     """One row per stored record: the question (inputs), the stored answer and citations (outputs)
     and the gold answer and support (expectations)."""
     rows = []
-    for r in run.records:
-        q = questions[r["id"]]
+    for r in run.question_records:
+        q = questions[r.id]
         rows.append({"inputs": {"question_id": q.id, "question": q.question},
-                     "outputs": {"answer": r.get("prediction") or "", "citations": r.get("citations") or []},
+                     "outputs": {"answer": r.prediction or "", "citations": [list(c) for c in r.citations or ()]},
                      "expectations": expectations(q),
                      "tags": {QUESTION_TAG: q.id, tracking.SOURCE_RUNS_TAG: run.run_id}})
     return rows

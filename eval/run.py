@@ -34,6 +34,7 @@ from eval.data.corpus import BUILD_FULL_INDEX, FULL, corpus_name, default_index_
 from eval.data.loaders import DATASETS, DataError, load_questions, resolve_data_file
 from eval.runs.execute import run_question
 from eval.index import build_default_index
+from eval.runs.record import from_legacy
 from eval.runs.records import ResultsFile, wall_time
 from eval.runs.config import (
     DEFAULT_BUDGET,
@@ -242,7 +243,8 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
     """Run every question not yet done (or that failed with an error), keeping each record as it
     finishes; then score the run. Ends the MLflow run: FINISHED, KILLED (Ctrl-C) or FAILED.
     `trace`: each question in its own scored MLflow trace (eval.runs.traces)."""
-    done = results.load()
+    # Lines an earlier part wrote, in the current record form (an older version's lines are converted).
+    done = {qid: from_legacy(row).row() for qid, row in results.load().items()}
     todo = [q for q in questions if q.id not in done or done[q.id].get("error") is not None]
     part_started = time.time()
 

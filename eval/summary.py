@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from eval.runs.record import from_legacy
 from eval.scoring.summary import BEHAVIOUR_KEYS, TABLE_KEYS, format_table, summarize
 
 
@@ -17,7 +18,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--common", action="store_true")
     p.add_argument("--behaviour", action="store_true", help="rejections by cause, submits, list use, tokens")
     args = p.parse_args(argv)
-    runs = {f: {r["id"]: r for r in map(json.loads, open(f, encoding="utf-8"))} for f in args.results}
+    runs = {f: {r.id: r for r in map(from_legacy, map(json.loads, open(f, encoding="utf-8")))} for f in args.results}
     keep = set.intersection(*(set(r) for r in runs.values())) if args.common else None
     for f, records in runs.items():
         chosen = [r for i, r in records.items() if keep is None or i in keep]

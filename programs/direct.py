@@ -19,6 +19,7 @@ from eir_dspy.paragraphs import Paragraph
 from eir_dspy.rejection import EMPTY_ANSWER, INVALID_CITATION, Rejection
 from programs.agent_view import environment_view
 from programs.setting import new_environment, turn_limit
+from programs.trajectory_record import Trajectory
 from programs.trajectory import can_read, read_paragraphs, recent_paragraphs, render_trajectory
 from signatures import DirectSearchTurn, DirectTurn
 from signatures.schemas import direct_search_turn_schema, direct_turn_schema, grammar_config
@@ -100,6 +101,7 @@ def episode_answer(episode: Episode) -> tuple[str, list[tuple[str, int]]]:
 
 
 def episode_trajectory(episode: Episode) -> dict:
+    """The fields of a Trajectory every episode-running method fills."""
     return {"turns": [t.__dict__ for t in episode.turns],
             "submitted": episode.submitted.answer if episode.submitted else None, "forced_end": episode.forced_end}
 
@@ -120,5 +122,5 @@ class Direct(dspy.Module):
                               max_turns=turn_limit(corpus, self.budget))
         answer, citations = episode_answer(episode)
         return dspy.Prediction(answer=answer, citations=citations, episode=episode,
-                               trajectory=episode_trajectory(episode))
+                               trajectory=Trajectory(method="direct", **episode_trajectory(episode)))
 

@@ -13,6 +13,7 @@ from programs.answer import AnswerFromEvidence
 from programs.eir_policy import ABLATIONS, EIRPolicy
 from programs.eir_repair import RepairingPolicy
 from programs.setting import new_environment, turn_limit
+from programs.trajectory_record import Trajectory
 from signatures import EIRSearchTurn, EIRTurn
 from signatures.repair import EIRDependentSearchTurn, EIRDependentTurn, RefreshRequirements, RepairConclusion
 
@@ -52,8 +53,8 @@ class EIR(dspy.Module):
             answer=final.answer,
             citations=final.citations,
             episode=episode,
-            trajectory={"turns": [t.__dict__ for t in episode.turns], **policy.record(),
-                        "submitted": episode.submitted.answer if episode.submitted else None,
-                        "forced_end": episode.forced_end, "final_parsed": final.parsed},
+            trajectory=Trajectory(method="eir", turns=[t.__dict__ for t in episode.turns], **policy.record(),
+                                  submitted=episode.submitted.answer if episode.submitted else None,
+                                  forced_end=episode.forced_end, final_parsed=final.parsed),
         )
 

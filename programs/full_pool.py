@@ -12,6 +12,7 @@ from eir_dspy.acceptance import EXTRACT
 from eir_dspy.evidence import EvidenceStore
 from eir_dspy.paragraphs import Paragraph
 from programs.answer import AnswerFromEvidence
+from programs.trajectory_record import Trajectory
 
 
 class FullPool(dspy.Module):
@@ -28,4 +29,4 @@ class FullPool(dspy.Module):
         final = self.answer(question=question, evidence=pool.render(), titles=list(pool.titles))
         return dspy.Prediction(answer=final.answer, citations=final.citations, evidence_titles=list(pool.titles),
                                answer_evidence=pool,
-                               trajectory={"final_parsed": final.parsed})
+                               trajectory=Trajectory(method="full_pool", final_parsed=final.parsed))

@@ -21,6 +21,7 @@ from eir_dspy.episode import Episode, run_episode
 from eir_dspy.paragraphs import Paragraph
 from programs.direct import ReActPolicy, episode_answer, episode_trajectory
 from programs.trajectory import render_trajectory
+from programs.trajectory_record import Trajectory
 from programs.setting import new_environment, turn_limit
 from signatures import Reflect, ReflexionSearchTurn, ReflexionTurn
 from signatures.schemas import grammar_config, reflect_schema
@@ -68,13 +69,13 @@ class Reflexion(dspy.Module):
                 first = dspy.Prediction(answer=answer, citations=citations, episode=episode, episodes=[episode],
                                         calls=calls_so_far(), seconds=time.perf_counter() - t0,
                                         # trial 1 as it stood before any reflection was written after it
-                                        trajectory={"trials": [dict(log[0])], "stopped_at": 1})
+                                        trajectory=Trajectory(method="reflexion", trials=[dict(log[0])], stopped_at=1))
             if matched or trial == self.trials:
                 break
             reflections.append(self._reflect(question, episode))
             log[-1]["reflection"] = reflections[-1]
         return dspy.Prediction(answer=answer, citations=citations, episode=episode, episodes=episodes,
-                               trajectory={"trials": log, "stopped_at": len(episodes)},
+                               trajectory=Trajectory(method="reflexion", trials=log, stopped_at=len(episodes)),
                                variants={"reflexion_first": first})
 
     def _reflect(self, question: str, episode: Episode) -> str:

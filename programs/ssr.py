@@ -23,6 +23,7 @@ from programs.direct import (ReActPolicy, action_config, episode_answer, episode
                              to_action)
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
 from programs.setting import new_environment, turn_limit
+from programs.trajectory_record import Trajectory
 from programs.trajectory import recent_paragraphs, render_action, render_trajectory
 from signatures import (DecomposeProposal, DecomposeSearchProposal, ReActSearchTurn, ReActTurn, RefineSearchStep,
                         RefineStep, VerifySearchStep, VerifyStep)
@@ -174,4 +175,4 @@ class SSR(dspy.Module):
                               max_turns=turn_limit(corpus, self.budget))
         answer, citations = episode_answer(episode)
         return dspy.Prediction(answer=answer, citations=citations, episode=episode,
-                               trajectory={**episode_trajectory(episode), "ssr": policy.log})
+                               trajectory=Trajectory(method="ssr", **episode_trajectory(episode), ssr=policy.log))

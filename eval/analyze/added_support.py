@@ -18,6 +18,7 @@ from eval.analyze.report import POOLED, Context, Report, pooled_run
 from eval.analyze.sources import questions_of
 from eval.formatting import markdown
 from eval.runs.logged_runs import LoggedRun
+from eval.runs.record import QuestionRecord
 from eval.data.schema import Question
 
 NAME = "added-support"
@@ -28,13 +29,13 @@ TABLE = "table16_added_support.md"
 POOLED_NOTE = f" {POOLED}: every run's errors pooled (with more than one run)."
 
 
-def added(record: dict, q: Question) -> dict:
-    evidence = EvidenceStore.from_rows(record["evidence"])
-    gold = set(record["gold_titles"])
+def added(record: QuestionRecord, q: Question) -> dict:
+    evidence = EvidenceStore.from_rows(record.evidence)
+    gold = set(record.gold_titles)
     for paragraph in q.paragraphs:
         if paragraph.title in gold and paragraph.title not in evidence.titles:
             evidence.add_paragraph(paragraph, turn=0)
-    return final_call(evidence, record["question"])
+    return final_call(evidence, record.question)
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
@@ -48,10 +49,10 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         questions = questions_of(run, context.data)
         reruns = {"control": run_step("control", run, errors, control, context),
                   "added": run_step("added-support", run, errors, added, context)}
-        scores = {arm: [rescored(questions[r["id"]], done[r["id"]]) for r in errors] for arm, done in reruns.items()}
+        scores = {arm: [rescored(questions[r.id], done[r.id]) for r in errors] for arm, done in reruns.items()}
         rows += conversions(run, errors, scores, context, report, NAME)
         pooled.append((run, errors, scores))
-        cost += [calls_row(run, step, [reruns[arm][r["id"]] for r in errors])
+        cost += [calls_row(run, step, [reruns[arm][r.id] for r in errors])
                  for arm, step in (("control", "control"), ("added", "added-support"))]
     if len(pooled) > 1:  # the paper's pooled rows: every run's errors together
         rows += conversions(*pool(pooled), context, report, NAME)
@@ -63,15 +64,15 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     return report
 
 
-def conversions(run: LoggedRun, errors: list[dict], scores: dict[str, list[dict]], context: Context,
+def conversions(run: LoggedRun, errors: list[QuestionRecord], scores: dict[str, list[dict]], context: Context,
                 report: Report, analysis: str) -> list[list[str]]:
     """Table 16's rows of one run (or the pooled one): each arm's conversions, from the arms' rescored answers."""
     return conversion_rows(run, errors, {arm: [s["em"] for s in sc] for arm, sc in scores.items()},
-                           [s["em"] for s in scores["control"]], [r["answer_f1"] for r in errors],
+                           [s["em"] for s in scores["control"]], [r.answer_f1 for r in errors],
                            {arm: [s["answer_f1"] for s in sc] for arm, sc in scores.items()}, context, report, analysis)
 
 
-def pool(parts: list[tuple[LoggedRun, list[dict], dict[str, list[dict]]]]):
+def pool(parts: list[tuple[LoggedRun, list[QuestionRecord], dict[str, list[dict]]]]):
     """(pooled run, every run's errors, every arm's scores) in the same order, for the pooled rows."""
     runs = [run for run, _, _ in parts]
     errors = [e for _, errs, _ in parts for e in errs]

@@ -19,6 +19,7 @@ from pathlib import Path
 from eval.analyze.report import Context, Report, corpus_note
 from eval.formatting import markdown, number, pct
 from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.runs.record import QuestionRecord, from_legacy
 
 NAME = "calls-after-support"
 PAPER = "Table 21"
@@ -27,26 +28,23 @@ SUMMARY = "LM calls made after every annotated supporting paragraph was first re
 ROLES = ("action", "final", "reflect", "decompose", "verify", "refine", "repair", "refresh", "select")
 
 
-def trials_of(record: dict) -> list[list[dict]] | None:
+def trials_of(record: dict | QuestionRecord) -> list[list[dict]] | None:
     """The record's action turns, one list per trial in the order they ran (one list for a
     single-episode method), or None when the record holds no turns (Full Pool; an old
     reflexion_first record, which points at the oracle run)."""
-    trajectory = record.get("trajectory")
-    if not isinstance(trajectory, dict):
-        return None
-    if "trials" in trajectory:
-        return [trial["turns"] for trial in trajectory["trials"]]
-    return [trajectory["turns"]] if "turns" in trajectory else None
+    trajectory = from_legacy(record).trajectory
+    return trajectory.episodes() if trajectory is not None else None
 
 
-def calls_after_support(record: dict, trials: list[list[dict]]) -> Counter | None:
+def calls_after_support(record: dict | QuestionRecord, trials: list[list[dict]]) -> Counter | None:
     """The calls made after one trial had read every supporting paragraph, by role; None if no trial did."""
+    record = from_legacy(record)
     for turns in trials:
-        unread = set(record["gold_titles"])  # each trial starts with nothing read
+        unread = set(record.gold_titles)  # each trial starts with nothing read
         for turn in turns:
             unread.discard(turn.get("read_title"))
             if not unread:
-                return Counter(call["role"] for call in record["lm_calls"][turn["calls_made"]:])
+                return Counter(call["role"] for call in record.lm_calls[turn["calls_made"]:])
     return None
 
 
@@ -57,7 +55,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     taken: set[str] = set()
     for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
         # Questions that raised have no trajectory; questions with no annotated support have nothing to read.
-        usable = [(r, trials_of(r)) for r in run.records if not r.get("error") and r["gold_titles"]]
+        usable = [(r, trials_of(r)) for r in run.question_records if not r.error and r.gold_titles]
         if not any(trials and any(trials) for _, trials in usable):
             report.notes.append(f"skipped {run.run_id} ({run.name}): its records hold no action turns "
                                 "(Full Pool reads nothing turn by turn; reflexion_first: see its reflexion_oracle run)")
@@ -75,7 +73,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         taken.add(key)
         after = [calls_after_support(r, trials or []) for r, trials in usable]
         results.append((run, key, len(usable), [c for c in after if c is not None],
-                        sum(len(r["lm_calls"]) for r, _ in usable)))
+                        sum(len(r.lm_calls) for r, _ in usable)))
     seen = {role for *_, counters, _ in results for c in counters for role in c}
     roles = [r for r in ROLES if r in seen] + sorted(seen - set(ROLES))
     rows = []

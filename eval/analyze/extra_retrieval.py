@@ -18,6 +18,7 @@ from eval.analyze.report import POOLED, Context, Report, pooled_run
 from eval.analyze.sources import questions_of, require_fields
 from eval.formatting import markdown
 from eval.runs.logged_runs import LoggedRun
+from eval.runs.record import QuestionRecord, as_records
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap
 from programs.extra_reads import MAX_EXTRA_READS
 
@@ -36,11 +37,11 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
                             "select_rounds": 1, "no_read": NO_READ})
     rows, scores_rows, cost, pooled = [], [], [], []
     for run in answering_runs(runs, report):
-        records = [r for r in require_fields(run, "evidence") if not r.get("error")]
+        records = [r for r in as_records(require_fields(run, "evidence")) if not r.error]
         questions = questions_of(run, context.data)
         done = run_step("extra-retrieval", run, records, extra_reads(optional=True), context)
-        entries = [done[r["id"]] for r in records]
-        after = [rescored(questions[r["id"]], e) for r, e in zip(records, entries)]
+        entries = [done[r.id] for r in records]
+        after = [rescored(questions[r.id], e) for r, e in zip(records, entries)]
         row, scores_row = _rows(run, records, entries, after, context, report)
         rows.append(row)
         scores_rows.append(scores_row)
@@ -68,33 +69,33 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     return report
 
 
-def _rows(run: LoggedRun, records: list[dict], entries: list[dict], after: list[dict], context: Context,
+def _rows(run: LoggedRun, records: list[QuestionRecord], entries: list[dict], after: list[dict], context: Context,
           report: Report) -> tuple[list[str], list[str]]:
     """Table 17's two rows for one run (or the pooled one): answers, then reads, support and calls."""
-    f1 = paired_bootstrap([100 * r["answer_f1"] for r in records], [100 * s["answer_f1"] for s in after],
+    f1 = paired_bootstrap([100 * r.answer_f1 for r in records], [100 * s["answer_f1"] for s in after],
                           context.resamples, context.seed)
-    em = mcnemar_exact([r["em"] >= 1 for r in records], [s["em"] >= 1 for s in after])
-    sp = paired_bootstrap([100 * r["support_f1"] for r in records], [100 * s["support_f1"] for s in after],
+    em = mcnemar_exact([r.em >= 1 for r in records], [s["em"] >= 1 for s in after])
+    sp = paired_bootstrap([100 * r.support_f1 for r in records], [100 * s["support_f1"] for s in after],
                           context.resamples, context.seed)
-    recall_before = [gold_recall(r["gold_titles"], set(r["evidence_titles"])) for r in records]
-    recall_after = [gold_recall(r["gold_titles"], set(r["evidence_titles"]) | set(e["read"]))
+    recall_before = [gold_recall(r.gold_titles, set(r.evidence_titles)) for r in records]
+    recall_after = [gold_recall(r.gold_titles, set(r.evidence_titles) | set(e["read"]))
                     for r, e in zip(records, entries)]
     added = calls_added(entries)
     n = len(records)
     requested = sum(bool(e["selected"]) for e in entries)
     read_ok = sum(e["answered"] for e in entries)
     lm = run.lm.rsplit("/", 1)[-1]
-    row = [run.method, run.dataset, lm, str(n), f"{100 * mean(r['answer_f1'] for r in records):.1f}",
+    row = [run.method, run.dataset, lm, str(n), f"{100 * mean(r.answer_f1 for r in records):.1f}",
            f"{100 * mean(s['answer_f1'] for s in after):.1f}", f"{f1.diff:+.1f} [{f1.low:+.1f}, {f1.high:+.1f}]",
-           f"{100 * mean(r['em'] for r in records):.1f}", f"{100 * mean(s['em'] for s in after):.1f}",
+           f"{100 * mean(r.em for r in records):.1f}", f"{100 * mean(s['em'] for s in after):.1f}",
            str(em.c), str(em.b), f"{em.p:.4f}"]
     scores_row = [run.method, run.dataset, lm, f"{100 * requested / n:.1f}", f"{100 * read_ok / n:.1f}",
-                  f"{100 * mean(r['support_f1'] for r in records):.1f}",
+                  f"{100 * mean(r.support_f1 for r in records):.1f}",
                   f"{100 * mean(s['support_f1'] for s in after):.1f}",
                   f"{sp.diff:+.1f} [{sp.low:+.1f}, {sp.high:+.1f}]",
                   f"{100 * mean(recall_before):.1f}", f"{100 * mean(recall_after):.1f}", str(added["calls"]),
-                  f"{added['calls'] / n:.2f}", f"{mean(r['calls'] for r in records):.2f}",
-                  f"{mean(r['calls'] for r in records) + added['calls'] / n:.2f}"]
+                  f"{added['calls'] / n:.2f}", f"{mean(r.calls for r in records):.2f}",
+                  f"{mean(r.calls for r in records) + added['calls'] / n:.2f}"]
     key = f"{NAME}/{run.method}/{run.dataset}/{run.lm}"
     report.metrics.update({f"f1_diff/{key}": f1.diff, f"f1_ci_low/{key}": f1.low, f"f1_ci_high/{key}": f1.high,
                            f"em_gained/{key}": em.c, f"em_lost/{key}": em.b, f"mcnemar_p/{key}": em.p,

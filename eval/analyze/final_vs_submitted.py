@@ -18,6 +18,7 @@ from pathlib import Path
 from eval.analyze.report import Context, Report, corpus_note
 from eval.formatting import fmt_p, markdown
 from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.runs.record import QuestionRecord, as_records
 from eval.scoring.metrics import score_question
 from eval.data.schema import Question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap
@@ -28,28 +29,27 @@ SUMMARY = "EIR's submitted answer vs its final call's answer: F1, EM gained and 
 TIE = 1e-9  # F1 points: equal scores computed two ways may differ in the last bit
 
 
-def answer_scores(record: dict, dataset: str, answer: str) -> tuple[float, float]:
+def answer_scores(record: QuestionRecord, dataset: str, answer: str) -> tuple[float, float]:
     """(F1, EM) of `answer` by the official rules of `dataset`, as eval.run scored the prediction.
 
     score_question needs a Question; its answer scores use only the reference answer, the aliases
     and the dataset, all of which the record holds (the paragraphs only matter for support)."""
-    question = Question(id=record["id"], question=record.get("question", ""), answer=record["gold"],
-                        aliases=tuple(record.get("aliases") or ()), type=record.get("type") or "",
+    question = Question(id=record.id, question=record.question or "", answer=record.gold,
+                        aliases=tuple(record.aliases or ()), type=record.type or "",
                         paragraphs=(), supporting_facts=(), dataset=dataset)
     scores = score_question(question, answer, None)
     return scores["answer_f1"], scores["em"]
 
 
-def split(records: tuple[dict, ...]) -> tuple[list[dict], int, int, int]:
+def split(records: tuple[dict | QuestionRecord, ...]) -> tuple[list[QuestionRecord], int, int, int]:
     """The eligible records, and how many were excluded as forced, empty or failed."""
     eligible, forced, empty, failed = [], 0, 0, 0
-    for r in records:
-        trajectory = r.get("trajectory")
-        if not isinstance(trajectory, dict) or "submitted" not in trajectory:
+    for r in as_records(records):
+        if r.trajectory is None:
             failed += 1  # the question raised before EIR returned: no episode was recorded
-        elif trajectory["submitted"] is None:
+        elif r.trajectory.submitted is None:
             forced += 1  # the episode ran out of turns without an accepted submit
-        elif not str(trajectory["submitted"]).strip():
+        elif not r.trajectory.submitted.strip():
             empty += 1
         else:
             eligible.append(r)
@@ -91,8 +91,8 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
             report.notes.append(f"{run.run_id} ({run.name}): no question with an accepted non-empty submission")
             rows.append(head + ["–"] * 12)
             continue
-        submitted = [answer_scores(r, run.dataset, r["trajectory"]["submitted"]) for r in eligible]
-        final = [answer_scores(r, run.dataset, r["prediction"] or "") for r in eligible]
+        submitted = [answer_scores(r, run.dataset, r.trajectory.submitted) for r in eligible]
+        final = [answer_scores(r, run.dataset, r.prediction or "") for r in eligible]
         f1_sub, f1_fin = [100 * f for f, _ in submitted], [100 * f for f, _ in final]
         em_sub, em_fin = [em >= 1 for _, em in submitted], [em >= 1 for _, em in final]
         delta = paired_bootstrap(f1_sub, f1_fin, context.resamples, context.seed)

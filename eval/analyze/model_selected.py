@@ -20,6 +20,7 @@ from eval.analyze.report import Context, Report
 from eval.analyze.sources import questions_of
 from eval.formatting import markdown
 from eval.runs.logged_runs import LoggedRun
+from eval.runs.record import QuestionRecord
 from eval.data.schema import Question
 from programs.extra_reads import MAX_EXTRA_READS, ExtraReads
 
@@ -36,14 +37,14 @@ def extra_reads(optional: bool):
     """A step's work: select, read, re-answer (the recorded answer stands when nothing was read)."""
     program = ExtraReads(optional=optional)
 
-    def work(record: dict, q: Question) -> dict:
-        out = program(question=record["question"], evidence=EvidenceStore.from_rows(record["evidence"]),
+    def work(record: QuestionRecord, q: Question) -> dict:
+        out = program(question=record.question, evidence=EvidenceStore.from_rows(record.evidence),
                       pool=q.paragraphs)
         kept = {"selected": out.selected, "select_parsed": out.select_parsed, "read": out.read, "answered": out.answered}
         if out.answered:
             kept.update(answer=out.answer, citations=[list(c) for c in out.citations], parsed=out.parsed)
         else:
-            kept.update(answer=record["prediction"], citations=record["citations"], parsed=None)
+            kept.update(answer=record.prediction, citations=record.citations, parsed=None)
         return kept
 
     return work
@@ -61,12 +62,12 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         questions = questions_of(run, context.data)
         reruns = {"control": run_step("control", run, errors, control, context),
                   "model-selected": run_step("model-selected", run, errors, extra_reads(optional=False), context)}
-        scores = {arm: [rescored(questions[r["id"]], done[r["id"]]) for r in errors] for arm, done in reruns.items()}
+        scores = {arm: [rescored(questions[r.id], done[r.id]) for r in errors] for arm, done in reruns.items()}
         rows += conversions(run, errors, scores, context, report, NAME)
-        picked = [reruns["model-selected"][r["id"]] for r in errors]
+        picked = [reruns["model-selected"][r.id] for r in errors]
         reads.append(_reads_row(run, errors, picked, scores["model-selected"], report))
         pooled.append((run, errors, scores, picked))
-        cost += [calls_row(run, step, [reruns[step][r["id"]] for r in errors])
+        cost += [calls_row(run, step, [reruns[step][r.id] for r in errors])
                  for step in ("control", "model-selected")]
     if len(pooled) > 1:  # the paper's pooled rows: every run's errors together
         run, errors, scores = pool([p[:3] for p in pooled])
@@ -90,11 +91,12 @@ READS_NOTE = ("A successful extra read: at least one picked title matched an unr
               "stands and no final call is made.")
 
 
-def _reads_row(run: LoggedRun, errors: list[dict], picked: list[dict], after: list[dict], report: Report) -> list[str]:
+def _reads_row(run: LoggedRun, errors: list[QuestionRecord], picked: list[dict], after: list[dict],
+               report: Report) -> list[str]:
     """What the selections read: unparseable, a successful read, a missing supporting paragraph among the reads,
     and exact answers after a successful read."""
     read_ok = [p["answered"] for p in picked]
-    gold_found = [bool(set(p["read"]) & (set(r["gold_titles"]) - set(r["evidence_titles"])))
+    gold_found = [bool(set(p["read"]) & (set(r.gold_titles) - set(r.evidence_titles)))
                   for p, r in zip(picked, errors)]
     matches = sum(ok and s["em"] >= 1 for ok, s in zip(read_ok, after))
     key = f"{NAME}/{run.method}/{run.dataset}/{run.lm}"

@@ -24,6 +24,7 @@ from eval.analyze.report import Context, Report
 from eval.compare.pairs import records_by_id
 from eval.formatting import fmt_p, markdown, pct
 from eval.runs.logged_runs import LoggedRun
+from eval.runs.record import QuestionRecord, from_legacy
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 
 NAME = "parse-failures"
@@ -35,22 +36,23 @@ UNPARSEABLE = frozenset({"not_json", rejection.NOT_JSON_ONLY, "missing_field", "
 READABLE, UNREADABLE, FAILED = "readable", "unreadable", "failed"
 
 
-def status(record: dict) -> str | None:
+def status(record: dict | QuestionRecord) -> str | None:
     """readable, unreadable or failed (raised before an output was recorded); None when the record
-    does not say (reflexion_first: its trajectory only points at the oracle run's trial 1)."""
-    trajectory = record.get("trajectory")
-    if record.get("error") or not isinstance(trajectory, dict):
+    does not say (an older reflexion_first record: its trajectory only points at the oracle run's trial 1)."""
+    record = from_legacy(record)
+    trajectory = record.trajectory
+    if record.error or trajectory is None:
         return FAILED
-    if "final_parsed" in trajectory:  # EIR and Full Pool answer by a final call
-        return READABLE if trajectory["final_parsed"] else UNREADABLE
-    if "trials" in trajectory:  # Reflexion: the answer is its last trial's submit
-        episode = trajectory["trials"][-1] if trajectory["trials"] else None
+    if trajectory.final_parsed is not None:  # EIR and Full Pool answer by a final call
+        return READABLE if trajectory.final_parsed else UNREADABLE
+    if trajectory.method == "reflexion":  # the answer is its last trial's submit
+        last = trajectory.trials[-1] if trajectory.trials else None
+        turns, forced_end = (last["turns"], last["forced_end"]) if last else (None, None)
     else:
-        episode = trajectory if "turns" in trajectory else None
-    if episode is None:
+        turns, forced_end = trajectory.turns, trajectory.forced_end
+    if turns is None:
         return None
-    turns = episode["turns"]
-    if episode["forced_end"] and turns and not turns[-1]["accepted"] and turns[-1]["rejection_cause"] in UNPARSEABLE:
+    if forced_end and turns and not turns[-1]["accepted"] and turns[-1]["rejection_cause"] in UNPARSEABLE:
         return UNREADABLE
     return READABLE
 
@@ -64,12 +66,13 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     statuses: dict[str, dict[str, str]] = {}  # run id -> question id -> status
     rows, keys = [], {}
     for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
-        found = {r["id"]: status(r) for r in run.records}
+        records = run.question_records
+        found = {r.id: status(r) for r in records}
         if None in found.values():
             report.notes.append(f"skipped {run.run_id} ({run.name}): its records hold no trajectory of their own "
                                 "(reflexion_first: see trial 1 of its reflexion_oracle run)")
             continue
-        if any(rejection.LEGACY in (r.get("rejections_by_cause") or {}) for r in run.records):
+        if any(rejection.LEGACY in (r.rejections_by_cause or {}) for r in records):
             report.notes.append(f"{run.run_id} ({run.name}) was recorded before rejection causes were split: an "
                                 f"output with no action was recorded as '{rejection.LEGACY}' and is not counted "
                                 "as unreadable here")
@@ -112,10 +115,10 @@ def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Con
                 empty += 1
                 rows.append(head + ["–"] * 5)
                 continue
-            f1 = paired_bootstrap([100 * b[q]["answer_f1"] for q in kept], [100 * a[q]["answer_f1"] for q in kept],
+            f1 = paired_bootstrap([100 * b[q].answer_f1 for q in kept], [100 * a[q].answer_f1 for q in kept],
                                   context.resamples, context.seed)
-            em = mcnemar_exact([b[q]["em"] >= 1 for q in kept], [a[q]["em"] >= 1 for q in kept])
-            all_diff = sum(100 * (a[q]["answer_f1"] - b[q]["answer_f1"]) for q in shared) / len(shared)
+            em = mcnemar_exact([b[q].em >= 1 for q in kept], [a[q].em >= 1 for q in kept])
+            all_diff = sum(100 * (a[q].answer_f1 - b[q].answer_f1) for q in shared) / len(shared)
             report.metrics.update({f"f1_diff/{pair}": f1.diff, f"f1_ci_low/{pair}": f1.low,
                                    f"f1_ci_high/{pair}": f1.high, f"f1_p/{pair}": f1.p,
                                    f"f1_diff_shared/{pair}": all_diff, f"em_only_eir/{pair}": em.c,

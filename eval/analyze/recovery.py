@@ -27,13 +27,14 @@ from eval.formatting import markdown, pct
 from eval.runs.logged_runs import LoggedRun, SelectionError
 from eval.scoring.metrics import score_question
 from eval.runs.records import ResultsFile
+from eval.runs.record import QuestionRecord, as_records
 from eval.runs.scheduler import run_all
 from eval.data.schema import Question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 from programs.answer import AnswerFromEvidence
 
 # A step's work on one question: (source record, its question) -> what to keep (answer, citations, ...).
-Work = Callable[[dict, Question], dict]
+Work = Callable[[QuestionRecord, Question], dict]
 
 
 def answering_runs(runs: list[LoggedRun], report: Report) -> list[LoggedRun]:
@@ -49,17 +50,17 @@ def answering_runs(runs: list[LoggedRun], report: Report) -> list[LoggedRun]:
     return kept
 
 
-def incomplete_errors(run: LoggedRun) -> list[dict]:
+def incomplete_errors(run: LoggedRun) -> list[QuestionRecord]:
     """F.2/F.3's questions: EM errors with at least one annotated supporting paragraph unread
     (chosen by the labels; nothing of them reaches the model)."""
     return [r for r in em_errors(require_fields(run, "evidence")) if missing_gold(r) > 0]
 
 
-def run_step(step: str, run: LoggedRun, records: list[dict], work: Work, context: Context) -> dict[str, dict]:
+def run_step(step: str, run: LoggedRun, records: list[QuestionRecord], work: Work, context: Context) -> dict[str, dict]:
     """`work` on each record not yet in the step's call log, appending each result as it finishes."""
     log = ResultsFile(context.out / "call_logs" / run.run_id / f"{step}.jsonl")
     done = log.load()
-    todo = [r for r in records if r["id"] not in done]
+    todo = [r for r in records if r.id not in done]
     if not todo:
         return done
     questions = questions_of(run, context.data)
@@ -67,14 +68,14 @@ def run_step(step: str, run: LoggedRun, records: list[dict], work: Work, context
     print(f"{step}: {len(todo)} question(s) of {run.name} to run ({len(records) - len(todo)} already in {log.path})",
           file=sys.stderr)
 
-    def one(record: dict) -> dict:
+    def one(record: QuestionRecord) -> dict:
         ledger = Ledger()
         try:
             with dspy.context(lm=lm.copy(), adapter=adapter), recording(ledger):
-                kept = work(record, questions[record["id"]])
-            return {"id": record["id"], "step": step, **kept, "lm_calls": ledger.to_list(), "error": None}
+                kept = work(record, questions[record.id])
+            return {"id": record.id, "step": step, **kept, "lm_calls": ledger.to_list(), "error": None}
         except Exception as exc:  # a provider error: not kept, so the next attempt retries it
-            return {"id": record["id"], "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__,
+            return {"id": record.id, "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__,
                     "trace": traceback.format_exc(limit=4)}
 
     failed: list[dict] = []
@@ -105,9 +106,9 @@ def final_call(evidence: EvidenceStore, question: str) -> dict:
             "evidence_titles": list(evidence.titles)}
 
 
-def control(record: dict, q: Question) -> dict:
+def control(record: QuestionRecord, q: Question) -> dict:
     """The final call rerun on the unchanged evidence, as a fresh model call."""
-    return final_call(EvidenceStore.from_rows(record["evidence"]), record["question"])
+    return final_call(EvidenceStore.from_rows(record.evidence), record.question)
 
 
 def rescored(q: Question, entry: dict) -> dict:
@@ -127,16 +128,17 @@ def calls_added(entries: list[dict]) -> dict[str, float]:
             "cost_usd": None if any(c["cost_usd"] is None for c in calls) else sum(c["cost_usd"] for c in calls)}
 
 
-def conversion_rows(run: LoggedRun, records: list[dict], arms: dict[str, list[float]], control_em: list[float],
-                    before_f1: list[float], after_f1: dict[str, list[float]], context: Context, report: Report,
-                    analysis: str) -> list[list[str]]:
+def conversion_rows(run: LoggedRun, records: list[dict | QuestionRecord], arms: dict[str, list[float]],
+                    control_em: list[float], before_f1: list[float], after_f1: dict[str, list[float]],
+                    context: Context, report: Report, analysis: str) -> list[list[str]]:
     """Table 16 rows: per arm, exact-match conversions (count, %, Wilson CI), McNemar of the arm's EM
     after against the recorded EM before (the paper's test: its p = 2 * 0.5^335 and 2 * 0.5^174 are
     those of every discordant pair going from wrong to right), and Answer F1 before/after with a
     paired bootstrap interval. `control_em` is kept for callers; the control is an arm like the others."""
     rows = []
     lm = run.lm.rsplit("/", 1)[-1]
-    before_em = [r["em"] >= 1 for r in records]
+    records = as_records(records)
+    before_em = [r.em >= 1 for r in records]
     for arm, em in arms.items():
         conv = proportion(int(sum(em)), len(records))
         vs = mcnemar_exact(before_em, [e >= 1 for e in em])

@@ -15,6 +15,7 @@ from pathlib import Path
 from eir_dspy import rejection
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import require_fields
+from eval.runs.record import QuestionRecord, as_records
 from eval.formatting import markdown
 from eval.runs.logged_runs import LoggedRun
 
@@ -43,12 +44,12 @@ def category(cause: str) -> str:
     return next((name for name, causes in CATEGORIES.items() if cause in causes), OTHER)
 
 
-def by_category(records: list[dict]) -> tuple[int, Counter, Counter]:
+def by_category(records: list[dict | QuestionRecord]) -> tuple[int, Counter, Counter]:
     """(recorded actions, rejections by category, the causes that fell into "other")."""
     actions, counts, other = 0, Counter(), Counter()
-    for r in records:
-        actions += r["turns"]
-        for cause, k in (r["rejections_by_cause"] or {}).items():
+    for r in as_records(records):
+        actions += r.turns
+        for cause, k in (r.rejections_by_cause or {}).items():
             counts[category(cause)] += k
             if category(cause) == OTHER:
                 other[cause] += k

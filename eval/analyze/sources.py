@@ -35,7 +35,7 @@ def questions_of(run: LoggedRun, data: str | None = None) -> dict[str, Question]
         by_id = {q.id: q for q in load_file(path, run.dataset)}
     except DataError as exc:
         raise SelectionError(f"run {run.run_id} ({run.name}): {exc}") from None
-    missing = [r["id"] for r in run.records if r["id"] not in by_id]
+    missing = [r.id for r in run.question_records if r.id not in by_id]
     if missing:
         raise SelectionError(f"run {run.run_id} ({run.name}): {len(missing)} of its questions are not in {path} "
                              f"(e.g. {missing[0]}); give the file it ran on with --data")
@@ -53,9 +53,10 @@ def run_lm(run: LoggedRun, threads: int = 1) -> tuple[dspy.LM, DecodingAdapter]:
 
 
 def require_fields(run: LoggedRun, *fields: str) -> list[dict]:
-    """The run's records, or a SelectionError naming the first field older runs lack."""
+    """The run's records as logged, or a SelectionError naming the first field older runs lack (a
+    field recorded as None is there: a failed question has no evidence)."""
     for field in fields:
-        lacking = [r["id"] for r in run.records if field not in r]
+        lacking = [r.id for r in run.question_records if field not in r.model_fields_set]
         if lacking:
             raise SelectionError(f"run {run.run_id} ({run.name}) was recorded before records held {field!r} "
                                  f"({len(lacking)} questions lack it); rerun it with this version of eval.run")

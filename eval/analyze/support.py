@@ -17,6 +17,7 @@ from eval.analyze.report import Context, Report
 from eval.compare.pairs import QuestionSetMismatch, paired_ids, records_by_id
 from eval.formatting import column_name, fmt_p, markdown, number
 from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.runs.record import QuestionRecord
 from eval.scoring.stats import holm, mcnemar_exact, paired_bootstrap
 
 NAME = "support"
@@ -80,8 +81,8 @@ def compare(eir: LoggedRun, other: LoggedRun, context: Context, notes: list[str]
                          f"({getattr(eir, what)} vs {getattr(other, what)}); compared all the same")
     by_eir, by_other = records_by_id(eir), records_by_id(other)
     # Baseline first: the bootstrap's difference is other − baseline, here EIR − the other method.
-    result = paired_bootstrap([100 * by_other[i]["support_f1"] for i in ids],
-                              [100 * by_eir[i]["support_f1"] for i in ids], context.resamples, context.seed)
+    result = paired_bootstrap([100 * by_other[i].support_f1 for i in ids],
+                              [100 * by_eir[i].support_f1 for i in ids], context.resamples, context.seed)
     return ids, result
 
 
@@ -95,8 +96,8 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     # Each run's own means, over all its questions (the comparisons below use the paired ones).
     rows = []
     for (label, column), run in sorted(placed.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        mean = 100 * sum(r["support_f1"] for r in run.records) / len(run.records)
-        em = _em_mean(run.records)
+        mean = 100 * sum(r.support_f1 for r in run.question_records) / len(run.records)
+        em = _em_mean(run.question_records)
         rows.append([column_name(column), label, run.run_id, str(len(run.records)), f"{mean:.1f}", number(em)])
         report.metrics[f"support_f1/{label}/{'/'.join(column)}"] = mean
         report.metrics[f"support_em/{label}/{'/'.join(column)}"] = em
@@ -137,8 +138,8 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
 
 def _row(column: Column, other: str, ids, b, holm_p, placed, report: Report) -> list[str]:
     eir_by, base_by = records_by_id(placed[EIR, column]), records_by_id(placed[other, column])
-    eir_mean = 100 * sum(eir_by[i]["support_f1"] for i in ids) / len(ids)
-    base_mean = 100 * sum(base_by[i]["support_f1"] for i in ids) / len(ids)
+    eir_mean = 100 * sum(eir_by[i].support_f1 for i in ids) / len(ids)
+    base_mean = 100 * sum(base_by[i].support_f1 for i in ids) / len(ids)
     row = [column_name(column), other, str(len(ids)), f"{eir_mean:.1f}", f"{base_mean:.1f}",
            f"{b.diff:+.1f} [{b.low:+.1f}, {b.high:+.1f}]", fmt_p(b.p)]
     key = f"eir_minus_{other}/{'/'.join(column)}"
@@ -147,8 +148,8 @@ def _row(column: Column, other: str, ids, b, holm_p, placed, report: Report) -> 
     if holm_p is not None:
         row += [fmt_p(holm_p.adjusted), "yes" if holm_p.significant else "no"]
         report.metrics[f"p_holm/{key}"] = holm_p.adjusted
-    eir_em = [eir_by[i].get(EM_KEY) for i in ids]
-    base_em = [base_by[i].get(EM_KEY) for i in ids]
+    eir_em = [eir_by[i].sp_em for i in ids]
+    base_em = [base_by[i].sp_em for i in ids]
     if None in eir_em or None in base_em:  # records written before Support EM was recorded
         report.notes.append(f"{column_name(column)}: EIR or {other} records lack {EM_KEY}; no Support EM compared")
         return row + ["–"] * 4
@@ -160,6 +161,6 @@ def _row(column: Column, other: str, ids, b, holm_p, placed, report: Report) -> 
                   fmt_p(em.p)]
 
 
-def _em_mean(records) -> float:
-    values = [r.get(EM_KEY) for r in records]
+def _em_mean(records: tuple[QuestionRecord, ...]) -> float:
+    values = [r.sp_em for r in records]
     return float("nan") if None in values else 100 * sum(values) / len(values)

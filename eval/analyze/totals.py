@@ -14,6 +14,7 @@ from pathlib import Path
 from eval.analyze.report import POOLED, Context, Report, corpus_note
 from eval.formatting import markdown
 from eval.runs.logged_runs import LoggedRun
+from eval.runs.record import QuestionRecord, as_records
 
 NAME = "totals"
 PAPER = "Table 19"
@@ -24,11 +25,12 @@ HEAD = ["questions", "calls", "prompt tokens", "completion tokens", "cost (USD)"
         "rejected turns"]
 
 
-def sums(records: list[dict]) -> dict[str, float | None]:
+def sums(records: list[dict | QuestionRecord]) -> dict[str, float | None]:
     """Each quantity summed over the records; cost is None when any record's is unknown."""
+    records = as_records(records)
     out: dict[str, float | None] = {"questions": len(records)}
     for key in SUMMED:
-        values = [r.get(key) for r in records]
+        values = [getattr(r, key) for r in records]
         out[key] = None if any(v is None for v in values) else sum(values)
     return out
 
@@ -41,7 +43,7 @@ def is_rerun_of_another(run: LoggedRun) -> bool:
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report()
     ordered = sorted(runs, key=lambda r: (r.setting, r.lm, r.dataset, r.method))
-    rows = [_row(run.method, run.dataset, run.lm, run.setting, sums(list(run.records)), report) for run in ordered]
+    rows = [_row(run.method, run.dataset, run.lm, run.setting, sums(run.question_records), report) for run in ordered]
     counted = [r for r in ordered if not is_rerun_of_another(r)]
     if len(counted) < len(ordered):
         report.notes.append(f"{len(ordered) - len(counted)} reflexion_first run(s) left out of the total rows: their "

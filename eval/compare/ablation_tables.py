@@ -9,6 +9,8 @@ from statistics import mean
 from eval.compare.pairs import Column, Comparison, ComparedRuns, records_by_id, run_means
 from eval.compare.families import H_SWEEP, LIST_FEEDBACK, REPAIR, REPAIR_APPLIED
 from eval.runs.logged_runs import LoggedRun
+from eval.runs.record import QuestionRecord, as_records
+from eval.scoring.summary import eir_lists
 from eval.formatting import column_name, fmt_p, markdown
 
 SIGNIFICANT = "*"
@@ -87,7 +89,7 @@ def table12(grid: ComparedRuns) -> str | None:
     for c in found:
         a, b = _paired(grid, c.reference, c), _paired(grid, c.method, c)
         rows.append([column_name(c.column), f"{c.reference} − {c.method}", str(len(c.ids)),
-                     _both(a, b, lambda rs: f"{100 * mean(r['answer_f1'] for r in rs):.1f}"),
+                     _both(a, b, lambda rs: f"{100 * mean(r.answer_f1 for r in rs):.1f}"),
                      _both(a, b, lambda rs: f"{gold_read(rs):.1f}"),
                      _both(a, b, lambda rs: f"{reads(rs):.2f}"),
                      _both(a, b, lambda rs: _maybe(list_entries(rs))), *_stats(c)])
@@ -126,26 +128,25 @@ def _repair_table(grid: ComparedRuns, found: list[Comparison]) -> str | None:
 
 # Per-question measures, as eval.summary computes them for a run.
 
-def gold_read(records: list[dict]) -> float:
+def gold_read(records: list[dict | QuestionRecord]) -> float:
     """Gold-paragraph recall, 0-100: summary's `gold_paragraphs_read`."""
-    return 100 * mean(r["gold_read_share"] for r in records)
+    return 100 * mean(r.gold_read_share for r in as_records(records))
 
 
-def reads(records: list[dict]) -> float:
+def reads(records: list[dict | QuestionRecord]) -> float:
     """Paragraphs read per question: summary's `reads_per_question`."""
-    return mean(r["reads"] for r in records)
+    return mean(r.reads for r in as_records(records))
 
 
-def list_entries(records: list[dict]) -> float | None:
+def list_entries(records: list[dict | QuestionRecord]) -> float | None:
     """Requirements + conclusions in the final lists, per episode: summary's `list_entries_per_question`
     (None when no record has lists)."""
-    lists = [r["trajectory"] for r in records
-             if isinstance(r.get("trajectory"), dict) and "list_updates" in r["trajectory"]]
-    return mean(len(t["requirements"]) + len(t["conclusions"]) for t in lists) if lists else None
+    lists = eir_lists(as_records(records))
+    return mean(len(t.requirements) + len(t.conclusions) for t in lists) if lists else None
 
 
-def repair_calls(records: list[dict]) -> float:
-    roles = [r.get("calls_by_role") or {} for r in records]
+def repair_calls(records: list[dict | QuestionRecord]) -> float:
+    roles = [r.calls_by_role or {} for r in as_records(records)]
     return mean(by.get("repair", 0) + by.get("refresh", 0) for by in roles)
 
 
@@ -166,17 +167,17 @@ def _run(grid: ComparedRuns, variant: str, c: Comparison) -> LoggedRun:
     return grid.run(variant, c.column)
 
 
-def _paired(grid: ComparedRuns, variant: str, c: Comparison) -> list[dict]:
+def _paired(grid: ComparedRuns, variant: str, c: Comparison) -> list[QuestionRecord]:
     """The run's records of the compared questions."""
     by_id = records_by_id(_run(grid, variant, c))
     return [by_id[i] for i in c.ids]
 
 
 def _f1(grid: ComparedRuns, variant: str, c: Comparison) -> float:
-    return 100 * mean(r["answer_f1"] for r in _paired(grid, variant, c))
+    return 100 * mean(r.answer_f1 for r in _paired(grid, variant, c))
 
 
-def _both(a: list[dict], b: list[dict], fmt) -> str:
+def _both(a: list[QuestionRecord], b: list[QuestionRecord], fmt) -> str:
     return f"{fmt(a)} / {fmt(b)}"
 
 

@@ -10,20 +10,23 @@ complete evidence when every annotated supporting paragraph was among the paragr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from eval.compare.pairs import records_by_id
 from eval.formatting import markdown, pct
 from eval.runs.logged_runs import LoggedRun
+from eval.runs.record import QuestionRecord, as_records, from_legacy
 
 
-def missing_gold(record: dict) -> int:
+def missing_gold(record: dict | QuestionRecord) -> int:
     """Annotated supporting paragraphs the run never read."""
-    return len(set(record["gold_titles"]) - set(record["evidence_titles"]))
+    record = from_legacy(record)
+    return len(set(record.gold_titles) - set(record.evidence_titles))
 
 
-def em_errors(records) -> list[dict]:
+def em_errors(records: Iterable[dict | QuestionRecord]) -> list[QuestionRecord]:
     """Figure 3's errors, in record order: the questions without an exact match that did not fail outright."""
-    return [r for r in records if r["em"] < 1 and not r.get("error")]
+    return [r for r in as_records(records) if r.em < 1 and not r.error]
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,10 @@ class Availability:
 
 
 def evidence_availability(run: LoggedRun) -> Availability:
-    errors = em_errors(run.records)
+    errors = em_errors(run.question_records)
     return Availability(run, tuple(missing_gold(r) for r in errors),
-                        exact=sum(1 for r in run.records if r["em"] >= 1 and not r.get("error")),
-                        failed=sum(1 for r in run.records if r.get("error")))
+                        exact=sum(1 for r in run.question_records if r.em >= 1 and not r.error),
+                        failed=sum(1 for r in run.question_records if r.error))
 
 
 def availability_table(rows: list[Availability]) -> str:
@@ -76,23 +79,23 @@ def availability_table(rows: list[Availability]) -> str:
 def question_diff(a: LoggedRun, b: LoggedRun) -> str:
     """Questions exactly right in one run and not in the other, with both answers and what each read."""
     by_b = records_by_id(b)
-    pairs = [(ra, by_b[ra["id"]]) for ra in a.records if ra["id"] in by_b]
-    only_a = [(x, y) for x, y in pairs if x["em"] >= 1 > y["em"]]
-    only_b = [(x, y) for x, y in pairs if y["em"] >= 1 > x["em"]]
+    pairs = [(ra, by_b[ra.id]) for ra in a.question_records if ra.id in by_b]
+    only_a = [(x, y) for x, y in pairs if x.em >= 1 > y.em]
+    only_b = [(x, y) for x, y in pairs if y.em >= 1 > x.em]
     lines = [f"## {a.method} vs {b.method} on {a.dataset} / {a.lm} ({len(pairs)} shared questions)",
              f"runs: {a.run_id} ({a.name}) and {b.run_id} ({b.name})", "",
-             f"Exact in both: {sum(1 for x, y in pairs if x['em'] >= 1 and y['em'] >= 1)}; "
-             f"in neither: {sum(1 for x, y in pairs if x['em'] < 1 and y['em'] < 1)}; "
+             f"Exact in both: {sum(1 for x, y in pairs if x.em >= 1 and y.em >= 1)}; "
+             f"in neither: {sum(1 for x, y in pairs if x.em < 1 and y.em < 1)}; "
              f"only {a.method}: {len(only_a)}; only {b.method}: {len(only_b)}."]
     for title, group in ((f"Only {a.method} right", only_a), (f"Only {b.method} right", only_b)):
         lines += ["", f"### {title} ({len(group)})"]
         for x, y in group:
-            lines += ["", f"- **{x['id']}** {x['question']}", f"  - gold: {x['gold']}",
-                      f"  - {a.method}: {x['prediction']!r} (F1 {x['answer_f1']:.2f}); read: {_titles(x)}",
-                      f"  - {b.method}: {y['prediction']!r} (F1 {y['answer_f1']:.2f}); read: {_titles(y)}",
-                      f"  - gold paragraphs: {'; '.join(x['gold_titles'])}"]
+            lines += ["", f"- **{x.id}** {x.question}", f"  - gold: {x.gold}",
+                      f"  - {a.method}: {x.prediction!r} (F1 {x.answer_f1:.2f}); read: {_titles(x)}",
+                      f"  - {b.method}: {y.prediction!r} (F1 {y.answer_f1:.2f}); read: {_titles(y)}",
+                      f"  - gold paragraphs: {'; '.join(x.gold_titles)}"]
     return "\n".join(lines)
 
 
-def _titles(record: dict) -> str:
-    return "; ".join(record["evidence_titles"]) or "(nothing)"
+def _titles(record: QuestionRecord) -> str:
+    return "; ".join(record.evidence_titles) or "(nothing)"

@@ -13,6 +13,7 @@ from statistics import mean
 
 from eval.compare.families import Family, FamilyError, baselines_name, default_families
 from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.runs.record import QuestionRecord
 from eval.scoring.metrics import aggregate_defined
 from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Adjusted, Bootstrap, McNemar, holm, mcnemar_exact, \
     paired_bootstrap
@@ -131,7 +132,7 @@ def paired_ids(reference: LoggedRun, baseline: LoggedRun, intersection: bool) ->
             f"({baseline.run_id}, {len(base_ids)} questions) were run on different questions: "
             f"{len(only_ref)} only in the first{_examples(only_ref)}, {len(only_base)} only in the second"
             f"{_examples(only_base)}. Pass --intersection to compare on the {len(ref_ids & base_ids)} shared questions.")
-    shared = [r["id"] for r in reference.records if r["id"] in base_ids]
+    shared = [r.id for r in reference.question_records if r.id in base_ids]
     if not shared:
         raise QuestionSetMismatch(f"{reference.name} and {baseline.name} share no questions")
     return tuple(shared)
@@ -173,9 +174,9 @@ def _family_comparisons(family: Family, placed: dict[tuple[str, Column], LoggedR
                 continue
             ids = paired_ids(run_a, run_b, intersection)
             a_by, b_by = records_by_id(run_a), records_by_id(run_b)
-            f1 = paired_bootstrap([100 * b_by[i]["answer_f1"] for i in ids], [100 * a_by[i]["answer_f1"] for i in ids],
+            f1 = paired_bootstrap([100 * b_by[i].answer_f1 for i in ids], [100 * a_by[i].answer_f1 for i in ids],
                                   resamples, seed)
-            em = mcnemar_exact([b_by[i]["em"] >= 1 for i in ids], [a_by[i]["em"] >= 1 for i in ids])
+            em = mcnemar_exact([b_by[i].em >= 1 for i in ids], [a_by[i].em >= 1 for i in ids])
             raw.append((family.holm_name(column, (a, b)), column, a, b, ids, f1, em))
     # Holm within each Holm family only (one for the family, or one per column or pair), separately
     # for each metric; of the paper's size when the family names one.
@@ -204,23 +205,24 @@ def comparison_key(a: str, b: str, column: Column) -> str:
 
 def run_means(run: LoggedRun) -> dict[str, float]:
     """A run's headline numbers from its records: scores on 0-100, costs per question."""
-    records = run.records
-    costs = [r["cost_usd"] for r in records]
+    records = run.question_records
+    costs = [r.cost_usd for r in records]
     return {
-        "answer_f1": 100 * mean(r["answer_f1"] for r in records),
-        "em": 100 * mean(r["em"] for r in records),
-        "support_f1": 100 * mean(r["support_f1"] for r in records),
-        **aggregate_defined(records),  # sp_em; joint_em, joint_f1 (HotpotQA); absent in older records
-        "calls": mean(r["calls"] for r in records),
-        "tokens": mean(r["prompt_tokens"] + r["completion_tokens"] for r in records),
+        "answer_f1": 100 * mean(r.answer_f1 for r in records),
+        "em": 100 * mean(r.em for r in records),
+        "support_f1": 100 * mean(r.support_f1 for r in records),
+        # sp_em; joint_em, joint_f1 (HotpotQA); absent in older records
+        **aggregate_defined([r.scores() for r in records]),
+        "calls": mean(r.calls for r in records),
+        "tokens": mean(r.prompt_tokens + r.completion_tokens for r in records),
         "cost_usd": mean(costs) if all(c is not None for c in costs) else float("nan"),
         "n": float(len(records)),
     }
 
 
-def records_by_id(run: LoggedRun) -> dict[str, dict]:
+def records_by_id(run: LoggedRun) -> dict[str, QuestionRecord]:
     """A run's records by question id (for pairing two runs' answers to the same question)."""
-    return {r["id"]: r for r in run.records}
+    return {r.id: r for r in run.question_records}
 
 
 def _reference_first(reference: str, variants: set[str]) -> list[str]:

@@ -26,7 +26,7 @@ def f1_vs_calls(grid: ComparedRuns, path: Path) -> Path:
     markers = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(grid.columns)}
     for (method, column), run in sorted(grid.runs.items()):
         m = run_means(run)
-        low, high = mean_interval([100 * r["answer_f1"] for r in run.records], grid.resamples, grid.seed)
+        low, high = mean_interval([100 * r.answer_f1 for r in run.question_records], grid.resamples, grid.seed)
         ax.errorbar(m["calls"], m["answer_f1"], yerr=[[m["answer_f1"] - low], [high - m["answer_f1"]]],
                     fmt=markers[column], color=colors[method], capsize=3, markersize=7)
     for method, color in colors.items():

@@ -54,9 +54,10 @@ def episode_feedback(q, prediction) -> list[str]:
         lines.append(f"Turn {t.turn} was rejected ({t.rejection_cause}): {t.feedback}")
     if len(rejected) > MAX_REJECTIONS_SHOWN:
         lines.append(f"... and {len(rejected) - MAX_REJECTIONS_SHOWN} more rejected turns.")
-    updates = (getattr(prediction, "trajectory", None) or {}).get("list_updates") or {}
-    if updates.get("discarded"):
-        lines.append(f"{updates['discarded']} turn(s) had invalid list updates, so their actions did not run.")
+    trajectory = getattr(prediction, "trajectory", None)
+    discarded = (trajectory.list_updates or {}).get("discarded") if trajectory is not None else None
+    if discarded:
+        lines.append(f"{discarded} turn(s) had invalid list updates, so their actions did not run.")
     unread = sorted(q.gold_titles - set(episode.evidence.titles))
     if unread:
         lines.append("Paragraphs needed for the answer that were never read: " + ", ".join(unread))

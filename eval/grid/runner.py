@@ -36,6 +36,7 @@ from eval.formatting import aligned
 from eval.grid.paper import DataCheck
 from eval.grid.spec import Cell, Grid, check_data
 from eval.runs.config import RunConfig
+from eval.runs.record import RecordError, from_legacy
 
 CELL_TAG = "eir.grid_cell"
 GRID_TAG = "eir.grid"
@@ -97,10 +98,10 @@ def _questions_done(path: str | None) -> int:
     latest = {}
     for line in Path(path).read_text(errors="replace").splitlines():
         try:
-            record = json.loads(line)
-            latest[record["id"]] = record.get("error") is None
-        except (json.JSONDecodeError, KeyError, TypeError):
+            record = from_legacy(json.loads(line))
+        except (json.JSONDecodeError, RecordError):
             continue  # a torn last line
+        latest[record.id] = record.error is None
     return sum(latest.values())
 
 

@@ -1,4 +1,4 @@
-"""Run one method on one question and turn the outcome into a scored, costed record."""
+"""Run one method on one question and turn the outcome into a scored, costed record (eval.runs.record)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.lm.embedded_server import EngineError
 from eval.scoring.metrics import exact_match, max_over_answers, score_question
 from eval.data.schema import Question
+from eval.runs.record import QuestionRecord
 
 
 def oracle_for(q: Question):
@@ -24,6 +25,7 @@ def oracle_for(q: Question):
 
 
 def run_question(program: dspy.Module, lm: dspy.LM, q: Question, corpus: CorpusIndex | None = None) -> dict:
+    """The question's record as its results line holds it (QuestionRecord.row())."""
     # A copy per question isolates DSPy's history, so the ledger sees exactly this
     # question's calls even when questions run in parallel threads.
     qlm = lm.copy()
@@ -43,13 +45,13 @@ def run_question(program: dspy.Module, lm: dspy.LM, q: Question, corpus: CorpusI
         trace = traceback.format_exc(limit=4)
     seconds = time.perf_counter() - t0
     record = build_record(q, pred, ledger.calls, seconds, error, trace)
-    record["engine_failed"] = engine_failed
+    record.engine_failed = engine_failed
     # A program may report further results from the same work (Reflexion's first trial),
     # each with the calls it had made by then.
     variants = getattr(pred, "variants", None) or {}
-    record["variants"] = {name: build_record(q, v, ledger.calls[: v.calls], v.seconds, None, None)
-                          for name, v in variants.items()}
-    return record
+    record.variants = {name: build_record(q, v, ledger.calls[: v.calls], v.seconds, None, None)
+                       for name, v in variants.items()}
+    return record.row()
 
 
 def engine_failure(exc: BaseException) -> EngineError | None:
@@ -64,7 +66,7 @@ def engine_failure(exc: BaseException) -> EngineError | None:
 
 
 def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, error: str | None,
-                 trace: str | None) -> dict:
+                 trace: str | None) -> QuestionRecord:
     answer = pred.answer if pred is not None else ""
     citations = list(pred.citations) if pred is not None else []
     scores = score_question(q, answer, citations)
@@ -79,7 +81,7 @@ def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, err
     gold = q.gold_titles
     spent = Ledger(list(calls))
     totals = spent.totals()
-    return {
+    return QuestionRecord(**{
         "id": q.id,
         "question": q.question,
         "gold": q.answer,
@@ -118,4 +120,4 @@ def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, err
         "error_trace": trace if error else None,
         "trajectory": getattr(pred, "trajectory", None),
         "lm_calls": spent.to_list(),
-    }
+    })

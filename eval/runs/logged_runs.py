@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import mlflow
@@ -11,6 +12,7 @@ from mlflow.entities import Run
 
 from eval.runs import tracking
 from eval.runs.config import RunConfig
+from eval.runs.record import QuestionRecord, RecordError, as_records, from_legacy
 
 
 class SelectionError(ValueError):
@@ -28,7 +30,7 @@ class LoggedRun:
     budget: int
     start_time: int
     metrics: dict[str, float]
-    records: tuple[dict, ...]  # in the run's question order
+    records: tuple[dict, ...]  # in the run's question order, as the lines hold them (see `question_records`)
     sweep: str = ""  # the variant without H: the runs of one budget sweep share it
     label: str = ""  # the method label alone (RunConfig.label), without ablation, H or options
     ablation: str = "none"  # the EIR ablation; runs logged before ablations existed had none
@@ -41,9 +43,14 @@ class LoggedRun:
         """Where this run sits in Table 1: one column per (dataset, LM)."""
         return self.dataset, self.lm
 
+    @cached_property
+    def question_records(self) -> tuple[QuestionRecord, ...]:
+        """The records, typed (eval.runs.record): what the analyses read."""
+        return tuple(as_records(self.records))
+
     @property
     def ids(self) -> frozenset[str]:
-        return frozenset(r["id"] for r in self.records)
+        return frozenset(r.id for r in self.question_records)
 
 
 def load_run(run: Run, records: list[dict] | None = None) -> LoggedRun:
@@ -143,7 +150,7 @@ def _finished_so_far(run: Run) -> list[dict]:
             except json.JSONDecodeError as exc:
                 raise SelectionError(f"{path}, line {number}: not JSON ({exc.msg})") from None
             by_id[record["id"]] = record
-    return list(by_id.values())
+    return [checked(run, row) for row in by_id.values()]
 
 
 def _results(run: Run) -> list[dict]:
@@ -154,4 +161,13 @@ def _results(run: Run) -> list[dict]:
         raise SelectionError(f"run {run.info.run_id} ({run.info.run_name}): expected one per-question .jsonl "
                              f"artifact, found {names or 'none'}")
     path = Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path=names[0]))
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [checked(run, json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+
+def checked(run: Run, row: dict) -> dict:
+    """A logged line in the current record form (an older version's line converted: its trajectory
+    names its method), or a SelectionError naming the run and what is wrong with the line."""
+    try:
+        return from_legacy(row).row()
+    except RecordError as exc:
+        raise SelectionError(f"run {run.info.run_id} ({run.info.run_name}): {exc}") from None

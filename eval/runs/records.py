@@ -1,5 +1,7 @@
 """Per-question result records: the source of every metric. Written as they finish, so a killed
-run can be resumed without redoing or double-counting a question."""
+run can be resumed without redoing or double-counting a question. The lines are plain JSON objects
+(a run's: QuestionRecord.row(); eval.analyze's call logs use the same file), read back as records
+through eval.runs.record.from_legacy."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import json
 import os
 import threading
 from pathlib import Path
+
+from eval.runs.record import QuestionRecord, as_records
 
 
 class ResultsFile:
@@ -50,12 +54,12 @@ class ResultsFile:
                 os.close(fd)
 
 
-def wall_time(records: list[dict]) -> float:
+def wall_time(records: list[dict | QuestionRecord]) -> float:
     """Seconds of wall time that produced these records, summed over the run's parts (the first
     invocation and each --resume): per part, from its start to its last finished question."""
     parts: dict[float, float] = {}
-    for r in records:
-        start, end = r.get("part_started_at"), r.get("finished_at")
+    for r in as_records(records):
+        start, end = r.part_started_at, r.finished_at
         if start is not None and end is not None:
             parts[start] = max(parts.get(start, start), end)
     return sum(end - start for start, end in parts.items())

@@ -5,84 +5,95 @@ from __future__ import annotations
 from statistics import mean
 
 from eval.formatting import piped
-from eval.scoring.metrics import aggregate, aggregate_defined
+from eval.runs.record import QuestionRecord, as_records
 from eval.runs.records import wall_time
+from eval.scoring.metrics import aggregate, aggregate_defined
+from programs.trajectory_record import Trajectory
 
 
-def summarize(records: list[dict]) -> dict[str, float]:
+def summarize(records: list[dict | QuestionRecord]) -> dict[str, float]:
     """Answer/EM/support on a 0-100 scale over every question (failures count as 0); support EM
     and HotpotQA's joint EM/F1 over the questions that have them, left out when none does."""
     if not records:
         raise ValueError("no per-question records to summarize")
+    records = as_records(records)
+    scores = [r.scores() for r in records]
     n = len(records)
-    turns = sum(r["turns"] for r in records)
-    costs = [r["cost_usd"] for r in records]
+    turns = sum(r.turns for r in records)
+    costs = [r.cost_usd for r in records]
     priced = all(c is not None for c in costs)
     return {
-        **aggregate(records),  # answer_f1, em, support_f1
-        **aggregate_defined(records),  # sp_em, joint_em, joint_f1
-        "calls_per_question": mean(r["calls"] for r in records),
-        "prompt_tokens_per_question": mean(r["prompt_tokens"] for r in records),
-        "completion_tokens_per_question": mean(r["completion_tokens"] for r in records),
-        "tokens_per_question": mean(r["prompt_tokens"] + r["completion_tokens"] for r in records),
+        **aggregate(scores),  # answer_f1, em, support_f1
+        **aggregate_defined(scores),  # sp_em, joint_em, joint_f1
+        "calls_per_question": mean(r.calls for r in records),
+        "prompt_tokens_per_question": mean(r.prompt_tokens for r in records),
+        "completion_tokens_per_question": mean(r.completion_tokens for r in records),
+        "tokens_per_question": mean(r.prompt_tokens + r.completion_tokens for r in records),
         "cost_usd": sum(costs) if priced else float("nan"),
         "cost_per_question_usd": (sum(costs) / n) if priced else float("nan"),
-        "rejected_action_rate": (sum(r["rejected_actions"] for r in records) / turns) if turns else 0.0,
-        "gold_paragraphs_read": 100 * mean(r["gold_read_share"] for r in records),
-        "reads_per_question": mean(r["reads"] for r in records),
-        "searches_per_question": mean(r.get("searches", 0) for r in records),  # 0 in the pool setting
-        "seconds_per_question": mean(r["seconds"] for r in records),
+        "rejected_action_rate": (sum(r.rejected_actions for r in records) / turns) if turns else 0.0,
+        "gold_paragraphs_read": 100 * mean(r.gold_read_share for r in records),
+        "reads_per_question": mean(r.reads for r in records),
+        "searches_per_question": mean(r.searches or 0 for r in records),  # 0 in the pool setting
+        "seconds_per_question": mean(r.seconds for r in records),
         # Wall time over questions: what a question costs when several run at once (--threads).
         **wall_per_question(records),
-        "forced_end_rate": mean(1.0 if r["forced_end"] else 0.0 for r in records),
-        "failed_questions": float(sum(r["error"] is not None for r in records)),
-        "cache_hit_calls": float(sum(r["cache_hits"] for r in records)),
+        "forced_end_rate": mean(1.0 if r.forced_end else 0.0 for r in records),
+        "failed_questions": float(sum(r.error is not None for r in records)),
+        "cache_hit_calls": float(sum(r.cache_hits for r in records)),
         **citations_outside_evidence(records),
         **behaviour(records),
         "n": float(n),
     }
 
 
-def wall_per_question(records: list[dict]) -> dict[str, float]:
+def wall_per_question(records: list[QuestionRecord]) -> dict[str, float]:
     """Wall time over the questions it produced (records made before timestamps existed have none)."""
-    timed = [r for r in records if r.get("part_started_at") is not None and r.get("finished_at") is not None]
+    timed = [r for r in records if r.part_started_at is not None and r.finished_at is not None]
     return {"wall_seconds_per_question": wall_time(timed) / len(timed)} if timed and wall_time(timed) else {}
 
 
-def behaviour(records: list[dict]) -> dict[str, float]:
+def behaviour(records: list[dict | QuestionRecord]) -> dict[str, float]:
     """How the agent acted, beyond its score: rejected turns by cause (share of all turns), title
     fallbacks, submits made before the last turn, and for EIR how it used its two lists. A key is left out when no
     record has what it needs (older records, or a method without lists)."""
+    records = as_records(records)
     out: dict[str, float] = {}
-    turns = sum(r["turns"] for r in records)
-    causes = {c for r in records for c in (r.get("rejections_by_cause") or {})}
+    turns = sum(r.turns for r in records)
+    causes = {c for r in records for c in (r.rejections_by_cause or {})}
     for cause in sorted(causes):
-        out[f"rejected_{cause}_rate"] = sum((r.get("rejections_by_cause") or {}).get(cause, 0) for r in records) / turns
-    fallbacks = [r["title_fallbacks"] for r in records if "title_fallbacks" in r]
+        out[f"rejected_{cause}_rate"] = sum((r.rejections_by_cause or {}).get(cause, 0) for r in records) / turns
+    fallbacks = [r.title_fallbacks for r in records if r.title_fallbacks is not None]
     if fallbacks:
         out["title_fallbacks_per_question"] = mean(fallbacks)
-    early = [r["submitted_before_budget"] for r in records if r.get("submitted_before_budget") is not None]
+    early = [r.submitted_before_budget for r in records if r.submitted_before_budget is not None]
     if early:
         out["submitted_before_budget"] = 100 * mean(early)
-    lists = [r["trajectory"] for r in records if isinstance(r.get("trajectory"), dict) and "list_updates" in r["trajectory"]]
+    lists = eir_lists(records)
     if lists:
-        out["list_entries_per_question"] = mean(len(t["requirements"]) + len(t["conclusions"]) for t in lists)
-        out["requirements_per_question"] = mean(len(t["requirements"]) for t in lists)
-        out["conclusions_per_question"] = mean(len(t["conclusions"]) for t in lists)
+        out["list_entries_per_question"] = mean(len(t.requirements) + len(t.conclusions) for t in lists)
+        out["requirements_per_question"] = mean(len(t.requirements) for t in lists)
+        out["conclusions_per_question"] = mean(len(t.conclusions) for t in lists)
         # Conclusions are kept only when every citation names a sentence read, so any kept one is valid.
-        out["lists_used"] = 100 * mean(1.0 if t["requirements"] and t["conclusions"] else 0.0 for t in lists)
-        out["list_updates_discarded_per_question"] = mean(t["list_updates"]["discarded"] for t in lists)
+        out["lists_used"] = 100 * mean(1.0 if t.requirements and t.conclusions else 0.0 for t in lists)
+        out["list_updates_discarded_per_question"] = mean(t.list_updates["discarded"] for t in lists)
     return out
 
 
-def citations_outside_evidence(records: list[dict]) -> dict[str, float]:
+def eir_lists(records: list[QuestionRecord]) -> list[Trajectory]:
+    """The trajectories of EIR records that kept their list-update counts (older EIR records did not)."""
+    return [r.trajectory for r in records
+            if r.trajectory is not None and r.trajectory.method == "eir" and r.trajectory.list_updates is not None]
+
+
+def citations_outside_evidence(records: list[QuestionRecord]) -> dict[str, float]:
     """Share (0-100) of the answers' citations that name a sentence the answering call was not shown.
     Left out for records made before it was recorded, and when no answer cited anything."""
-    known = [r for r in records if "citations_outside_evidence" in r]
-    cited = sum(len(r["citations"]) for r in known)
+    known = [r for r in records if r.citations_outside_evidence is not None]
+    cited = sum(len(r.citations) for r in known)
     if not known or not cited:
         return {}
-    return {"citations_outside_evidence": 100 * sum(r["citations_outside_evidence"] for r in known) / cited}
+    return {"citations_outside_evidence": 100 * sum(r.citations_outside_evidence for r in known) / cited}
 
 
 TABLE_KEYS = [

@@ -1,0 +1,133 @@
+"""The per-question result record: `QuestionRecord`, the one typed form of a results.jsonl line.
+
+eval.runs.execute builds it; it is written as one JSON line (`row()`: the keys set, so a line holds
+the same keys as before this model existed) and read back only through `from_legacy`, which also
+loads lines written by earlier versions. Fields default to None because earlier versions did not
+write them all: None means "not recorded". Analyses read fields, never guess from keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from programs.trajectory_record import Trajectory
+
+
+SCORES = {"answer_f1", "em", "support_f1", "sp_em", "joint_em", "joint_f1"}  # eval.scoring.metrics.score_question's
+
+
+class RecordError(ValueError):
+    """A line that is not a question record; the message names the field at fault."""
+
+
+class QuestionRecord(BaseModel):
+    # extra="forbid": a misspelt or unknown key is an error, not a silently ignored field.
+    model_config = ConfigDict(extra="forbid")
+
+    # The question, as the dataset gives it.
+    id: str | None = None
+    question: str | None = None
+    gold: str | None = None
+    aliases: list[str] | None = None
+    type: str | None = None  # the dataset's question type (HotpotQA: bridge / comparison)
+    # The answer and its scores (0..1, eval.scoring.metrics); joint_*: HotpotQA only.
+    prediction: str | None = None
+    citations: list[tuple[str, int]] | None = None  # (title, sentence index) pairs the answer cites
+    answer_f1: float | None = None
+    em: float | None = None
+    support_f1: float | None = None
+    sp_em: float | None = None
+    joint_em: float | None = None
+    joint_f1: float | None = None
+    # What it cost (eir_dspy.accounting).
+    calls: int | None = None
+    calls_by_role: dict[str, int] | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost_usd: float | None = None  # None: the model has no price
+    cache_hits: int | None = None
+    seconds: float | None = None  # this question's own time, from its first call to its record
+    # How the agent acted, summed over the question's episodes.
+    turns: int | None = None
+    rejected_actions: int | None = None
+    rejections_by_cause: dict[str, int] | None = None
+    citations_outside_evidence: int | None = None  # cited sentences the answering call was not shown
+    title_fallbacks: int | None = None  # pool reads whose title matched nothing, so the first unread was read
+    reads: int | None = None
+    searches: int | None = None  # corpus setting; 0 in the pool
+    evidence_titles: list[str] | None = None  # the paragraphs read (Full Pool: the whole pool)
+    # The sentences the answer came from, as [title, sentence index, text], in read order.
+    evidence: list[list[str | int]] | None = None
+    gold_titles: list[str] | None = None  # the annotated supporting paragraphs
+    gold_read_share: float | None = None  # share of gold_titles among evidence_titles
+    forced_end: bool | None = None  # the turn limit ended the episode (None: no episode)
+    submitted_before_budget: bool | None = None  # the agent submitted before its last turn
+    # A question that raised: the exception, its type and a short traceback; it scores 0.
+    error: str | None = None
+    error_type: str | None = None
+    error_trace: str | None = None
+    engine_failed: bool | None = None  # the error was the embedded engine stopping
+    trajectory: Trajectory | None = None  # None: the program raised before making one
+    lm_calls: list[dict[str, Any]] | None = None  # every LM call (eir_dspy.accounting.CallRecord as a dict)
+    # Further results from the same work, by label (Reflexion's trial 1: reflexion_first).
+    variants: dict[str, QuestionRecord] | None = None
+    # Wall clock (epoch seconds): when this run part (the first invocation or a --resume) started, and
+    # when this question finished.
+    part_started_at: float | None = None
+    finished_at: float | None = None
+
+    def scores(self) -> dict[str, float | None]:
+        """The scores this record holds, by name: what eval.scoring.metrics' aggregates take."""
+        return self.model_dump(include=SCORES, exclude_unset=True)
+
+    def row(self) -> dict[str, Any]:
+        """The record as a results.jsonl line holds it: the fields set, nothing added."""
+        return self.model_dump(exclude_unset=True)
+
+
+def from_legacy(row: dict | QuestionRecord) -> QuestionRecord:
+    """The record of a results line written by this or any earlier version. Earlier trajectories do not
+    say which method made them: that is inferred here, once, from the keys each method wrote."""
+    if isinstance(row, QuestionRecord):
+        return row
+    if not isinstance(row, dict):
+        raise RecordError(f"a question record is a JSON object, not {type(row).__name__}")
+    row = with_methods(row)
+    try:
+        return QuestionRecord.model_validate(row)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors())
+        raise RecordError(f"question record {row.get('id')!r} is not valid: {problems}") from None
+
+
+def with_methods(row: dict) -> dict:
+    """`row` with the method named in its trajectory and its variants' trajectories."""
+    trajectory = row.get("trajectory")
+    if isinstance(trajectory, dict) and "method" not in trajectory:
+        row = {**row, "trajectory": {"method": legacy_method(trajectory), **trajectory}}
+    variants = row.get("variants")
+    if isinstance(variants, dict):
+        row = {**row, "variants": {name: with_methods(v) if isinstance(v, dict) else v for name, v in variants.items()}}
+    return row
+
+
+def legacy_method(trajectory: dict) -> str | None:
+    """The method that wrote a trajectory before trajectories named it, from its method-only keys."""
+    if "trials" in trajectory or "see" in trajectory:
+        return "reflexion"
+    if "ssr" in trajectory:
+        return "ssr"
+    if {"list_updates", "requirements", "conclusions"} & trajectory.keys():
+        return "eir"
+    if "final_parsed" in trajectory:  # a final answering call: EIR after its turns, Full Pool alone
+        return "eir" if "turns" in trajectory else "full_pool"
+    if "turns" in trajectory:
+        return "direct"
+    return None  # no method's keys: validation reports the missing method
+
+
+def as_records(rows: Iterable[dict | QuestionRecord]) -> list[QuestionRecord]:
+    """Records however they came (read from a file or MLflow, built in memory) as QuestionRecords."""
+    return [from_legacy(r) for r in rows]
