@@ -5,7 +5,10 @@ browsers, subprocesses, multi-second runs) or `integration` (the real local LM);
 runs everything (CI does). An explicit `-m EXPRESSION` selects as usual, with no default deselection.
 
 Fixtures: a tiny corpus written in the Wikipedia dump's format and indexed by the real build path, and
-`workdir`, a fresh directory to run eval.run or eval.grid in."""
+`workdir`, a fresh directory to run eval.run or eval.grid in; `data_dir`, the real data for integration tests."""
+
+import os
+from pathlib import Path
 
 import mlflow
 import pytest
@@ -49,6 +52,15 @@ TINY_CORPUS = [
     DumpParagraph("9", "Twin A", ("Zebra crossing.",)),
     DumpParagraph("4", "Twin B", ("Zebra crossing.",)),
 ]
+
+
+@pytest.fixture
+def data_dir():
+    """The real benchmark data ($EIR_DATA_DIR) for the integration tests; a clear failure without it."""
+    path = os.environ.get("EIR_DATA_DIR")
+    if not path or not Path(path).is_dir():
+        pytest.fail("set EIR_DATA_DIR to the benchmark data directory (e.g. ../shared/data/raw)")
+    return Path(path).resolve()
 
 
 @pytest.fixture(scope="session")

@@ -1,21 +1,12 @@
 """End to end on the real local LM and real HotpotQA questions (the plumbing, not the score)."""
 
 import json
-import os
 from pathlib import Path
 
 import mlflow
 import pytest
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def data_dir():
-    path = os.environ.get("EIR_DATA_DIR")
-    if not path or not Path(path).is_dir():
-        pytest.fail("set EIR_DATA_DIR to the benchmark data directory (e.g. ../shared/data/raw)")
-    return Path(path).resolve()
 
 
 @pytest.mark.parametrize("decoding", ["schema", "free", "strict"])  # schema: the embedded model's default

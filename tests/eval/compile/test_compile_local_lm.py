@@ -3,7 +3,6 @@ GEPA each compile EIR on the training split, select on the dev split, save a pro
 `eval.run --program` runs the file under its own variant (the plumbing, not the score)."""
 
 import json
-import os
 from pathlib import Path
 
 import mlflow
@@ -14,14 +13,6 @@ pytestmark = pytest.mark.integration
 TRAIN = "hotpotqa/hotpot_dev_distractor.rpt_sample300_seed2.jsonl"  # the training split
 DEV = "hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl"  # the selection split
 LM = ["--lm", "smollm2-135m", "--max-tokens", "256", "--budget", "1"]  # H=1: calls stay few and short
-
-
-@pytest.fixture
-def data_dir():
-    path = os.environ.get("EIR_DATA_DIR")
-    if not path or not Path(path).is_dir():
-        pytest.fail("set EIR_DATA_DIR to the benchmark data directory (e.g. ../shared/data/raw)")
-    return Path(path).resolve()
 
 
 @pytest.mark.parametrize("optimizer, extra, roles", [
