@@ -4,8 +4,14 @@
   (DSPy's JSONAdapter, which also mends small JSON slips). The paper's EIR; also Full Pool, whose one
   call is EIR's final call.
 - `json_only`: the output, stripped of surrounding whitespace, must be one valid JSON object and
-  nothing else (a code fence is text too). The paper's Direct and Reflexion; also SSR, whose
-  proposal is Direct's, for every call it makes.
+  nothing else. The paper's Direct and Reflexion (H.4); also SSR, whose proposal is Direct's, for
+  every call it makes.
+
+A Markdown code fence around the object (```json ... ```) is a choice H.4 leaves open. The default
+reading, `text`, counts the fence as text around the object, so a JSON-only method refuses it
+(`not_json_only`). The other reading, `stripped`, accepts an output that is exactly one fence whose
+content is the JSON object alone. `json_only_problem(completion, fences=...)` takes either; the
+adapter (eir_dspy/lm/decoding.py) calls it with the default.
 
 A method declares its rule as the class attribute `acceptance` of its dspy.Module. The adapter
 (eir_dspy/lm/decoding.py) reads it from the modules DSPy records as calling the predictor, the
@@ -27,6 +33,17 @@ EXTRACT, JSON_ONLY = "extract", "json_only"
 ACCEPTANCES = (EXTRACT, JSON_ONLY)
 _OBJECT = regex.compile(r"\{(?:[^{}]|(?R))*\}", regex.DOTALL)  # JSONAdapter's own "first {...}" pattern
 
+# How `json_only` reads a code fence around the object (H.4 is silent): the readings and what each means.
+FENCE_TEXT, FENCE_STRIPPED = "text", "stripped"
+FENCE_READINGS = (FENCE_TEXT, FENCE_STRIPPED)
+DEFAULT_FENCE_READING = FENCE_TEXT
+FENCE_READING_TEXT = {
+    FENCE_TEXT: "a code fence around the JSON object is text around it, so a JSON-only method refuses the output "
+                "(not_json_only)",
+    FENCE_STRIPPED: "an output that is exactly one code fence (```json or ```) around the JSON object alone is "
+                    "read as that object"}
+_FENCE = regex.compile(r"\A```[ \t]*(?:json)?[ \t]*\n(.*)\n[ \t]*```\Z", regex.DOTALL | regex.IGNORECASE)
+
 
 def current_acceptance() -> str:
     """The rule of the outermost calling module that declares one (tests/eir_dspy/test_acceptance.py checks
@@ -38,9 +55,14 @@ def current_acceptance() -> str:
     return EXTRACT
 
 
-def json_only_problem(completion: str) -> tuple[str, str] | None:
-    """(cause, detail) when `completion` is not one JSON object alone, else None."""
+def json_only_problem(completion: str, fences: str = DEFAULT_FENCE_READING) -> tuple[str, str] | None:
+    """(cause, detail) when `completion` is not one JSON object alone, else None. `fences`: how a code
+    fence around the object is read (FENCE_READINGS)."""
+    if fences not in FENCE_READINGS:
+        raise ValueError(f"fences must be one of {', '.join(FENCE_READINGS)}, not {fences!r}")
     text = completion.strip()
+    if fences == FENCE_STRIPPED and (fenced := _FENCE.match(text)):
+        text = fenced.group(1).strip()
     try:
         value = json.loads(text)
     except ValueError:

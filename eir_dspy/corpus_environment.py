@@ -1,9 +1,15 @@
 """The corpus setting: no pool is given; the agent searches a BM25 index and reads what it found.
 
-Rules (one trial):
+Rules (one trial; Appendix H.1):
   - search(terms): up to ten titles with paragraph ids; no text, scores or labels. Results
-    accumulate over the trial. A search with the same indexed terms as an earlier one of the
-    trial is rejected (it could only return the same titles; small models loop on it).
+    accumulate over the trial. Every search runs and costs its turn (not a read):
+      * one whose indexed terms (lowercased, stopwords removed, stemmed, words outside the index
+        dropped, duplicates merged, order ignored) equal an earlier search's of the trial returns
+        the same hits again; it adds nothing to the accumulated results, and its result says so;
+      * one with no indexed word finds nothing and says "found no paragraph" with the reason.
+    H.1 names no rejection for either (merging duplicate terms is about terms inside one query).
+    `futile_searches="reject"` restores the project's earlier rule instead: both are rejected
+    (causes `repeated_search`, `empty_search`), each costing the turn; a named option, not the paper.
   - read(id): the paragraph's sentences, only for an id some search of THIS trial returned.
     An invalid read consumes a read attempt as well as the turn. Re-reading is allowed: it
     consumes both and adds no evidence.
@@ -22,18 +28,27 @@ from eir_dspy.turns import Action, EpisodeState, Outcome
 
 TURNS, READS = 12, 6  # the corpus setting's defaults: action turns and read attempts per trial
 
+# What happens to a search that repeats an earlier one's indexed terms, or has no indexed word.
+FUTILE_RUN = "run"  # the paper (H.1): it runs (the same hits again, or no paragraph found)
+FUTILE_REJECT = "reject"  # the project's earlier rule: it is rejected with a cause and costs the turn
+FUTILE_SEARCHES = (FUTILE_RUN, FUTILE_REJECT)
+DEFAULT_FUTILE_SEARCHES = FUTILE_RUN
+
 
 class CorpusEnvironment:
     setting = "corpus"
     opening = "(nothing yet: search for a fact the question needs)"
     invalid_reads_cost_a_read = True
 
-    def __init__(self, index: CorpusIndex, k: int = SEARCH_K) -> None:
+    def __init__(self, index: CorpusIndex, k: int = SEARCH_K, futile_searches: str = DEFAULT_FUTILE_SEARCHES) -> None:
+        if futile_searches not in FUTILE_SEARCHES:
+            raise ValueError(f"futile_searches must be one of {', '.join(FUTILE_SEARCHES)}, not {futile_searches!r}")
         self.index = index
         self.k = k
+        self.futile_searches = futile_searches
         self.found: dict[str, Hit] = {}  # paragraph id -> hit, in the order searches found them
         self.read_ids: list[str] = []
-        self.searched: dict[tuple[str, ...], int] = {}  # a search's indexed terms -> the turn it ran
+        self.searched: dict[tuple[int, ...], int] = {}  # a search's indexed terms -> the first turn it ran
 
     @property
     def unread_ids(self) -> list[str]:
@@ -46,7 +61,7 @@ class CorpusEnvironment:
     def problem(self, action: Action, episode: EpisodeState) -> Rejection | None:
         if action.kind != "submit" and episode.on_last_turn:
             return Rejection(SUBMIT_ONLY_TURN, f"turn {episode.turn} is the last turn and accepts only a submission")
-        if action.kind == "search":
+        if action.kind == "search" and self.futile_searches == FUTILE_REJECT:
             terms = self.search_key(action.query)
             if not terms:
                 return Rejection(EMPTY_SEARCH, f"the search {action.query!r} has no indexed word (after lowercasing, "
@@ -66,13 +81,19 @@ class CorpusEnvironment:
             return self._search(action.query, episode)
         return self._read(normalize_id(action.paragraph_id), episode)
 
-    def search_key(self, query: str) -> tuple[str, ...]:
+    def search_key(self, query: str) -> tuple[int, ...]:
         """A search's indexed terms, order-free: two searches with the same key return the same hits."""
         return tuple(sorted(set(self.index.term_ids(query))))
 
     def _search(self, query: str, episode: EpisodeState) -> Outcome:
         episode.searches += 1
-        self.searched[self.search_key(query)] = episode.turn
+        terms = self.search_key(query)
+        earlier = self.searched.get(terms)
+        self.searched.setdefault(terms, episode.turn)
+        if not terms:
+            text = (f"Search {query!r} found no paragraph: none of its words is indexed (after lowercasing, stopword "
+                    "removal and stemming); search with content words such as names, places or dates.")
+            return Outcome(text, f"Search {query!r} found no paragraph (no indexed word).")
         hits = self.index.search(query, self.k)
         if not hits:
             text = f"Search {query!r} found no paragraph."
@@ -81,7 +102,10 @@ class CorpusEnvironment:
         for h in hits:
             self.found.setdefault(h.paragraph_id, h)
         lines = [f"{h.paragraph_id} | {h.title}" for h in hits]
-        text = f"Search {query!r} found {len(hits)} paragraphs ({len(new)} new), as id | title:\n" + "\n".join(lines)
+        again = (f"; the same search as your turn {earlier}, so the same paragraphs, none added to your results"
+                 if earlier is not None else "")
+        text = (f"Search {query!r} found {len(hits)} paragraphs ({len(new)} new{again}), as id | title:\n"
+                + "\n".join(lines))
         return Outcome(text, text)
 
     def _read(self, paragraph_id: str, episode: EpisodeState) -> Outcome:

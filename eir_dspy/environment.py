@@ -80,8 +80,33 @@ class PoolEnvironment:
         header = f"Read {json.dumps(paragraph.title)}"
         if result.fell_back:
             header = f"No unread title matches {json.dumps(action.title)}; read {json.dumps(paragraph.title)} instead"
-        text = f"{header} ({episode.reads_left} reads left). {citation_hint(paragraph.title)}:\n" + render_sentences(paragraph)
+        text = f"{header} {budget_note(episode, episode.turn)}. {citation_hint(paragraph.title)}:\n" + render_sentences(paragraph)
         return Outcome(text, text, paragraph.title, result.fell_back)
+
+
+def budget_note(episode: EpisodeState, turns_done: int) -> str:
+    """What a result says of the budget left once `turns_done` turns have been used.
+
+    EIR (no turn limit: H reads, then one more decision) is told its reads left. A turn-limited
+    agent (Direct, SSR, Reflexion: H turns in all, the submit among them; sections 4.2 and H.2) is
+    told the turns it has left counting the submit, and, when one turn is left, that only a submit
+    counts on it: a read there would end the episode with nothing submitted. The paper does not say
+    what these agents are told; this tells them the rule they are scored under."""
+    if episode.turn_limit is None:
+        # B.1: after its H reads EIR has one more decision, and only a submit can run on it.
+        return f"({episode.reads_left} reads left)" if episode.reads_left else "(0 reads left: your next action must be submit)"
+    turns_left = episode.turn_limit - turns_done
+    if turns_left <= 0:
+        return "(no turns left)"
+    if turns_left == 1:
+        return "(1 turn left, the last: only a submit counts on it)"
+    reads = episode.reads_left
+    # The reads bind only when fewer are left than the turns before the last one (not with Direct's H = H).
+    if reads >= turns_left - 1:
+        limit = ""
+    else:
+        limit = f"; {reads} read{'' if reads == 1 else 's'} left" if reads else "; no reads left: only a submit counts"
+    return f"({turns_left} turns left, counting the submit{limit})"
 
 
 def citation_hint(title: str) -> str:

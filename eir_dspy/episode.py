@@ -5,10 +5,12 @@ A turn: the policy makes its LM call(s) and proposes an action; the loop checks 
 against the budget and the environment, then whatever else the output holds (EIR's list
 updates), lets the policy commit its own state (EIR's lists), then has the environment execute
 it. An output the model wrote that cannot be used (the accounting layer raises UnusableOutput for
-any of them), an invalid action, or an action whose output is otherwise invalid (EIR's list
-updates) is rejected with an explanation: nothing of it runs and it still consumes the turn (in
-the corpus setting an invalid read also consumes a read attempt; a valid read whose list updates
-are invalid does not). No model output can fail the question.
+any of them), an invalid action, or an action whose output the policy calls invalid (EIR's list
+updates under `reject`) is rejected with an explanation: nothing of it runs and it still consumes
+the turn (in the corpus setting an invalid read also consumes a read attempt; a valid read whose
+list updates are invalid does not). A policy may instead drop the invalid part and let the action
+run (EIR's list updates under `discard`): the turn is accepted and records what was discarded. No
+model output can fail the question.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ class Proposal:
     payload: object = None  # policy-specific output (e.g. EIR's list updates), committed by the policy
     reasoning: str = ""  # the thought a ReAct-style policy wrote before acting (kept in the trajectory)
     cause: str | None = None  # why there is no action: the UnusableOutput cause
-    invalid: Rejection | None = None  # the action is fine but the rest of the output is not (EIR's list updates)
+    invalid: Rejection | None = None  # the action is fine but the rest of the output is not: reject the turn
+    discarded: Rejection | None = None  # the rest of the output was invalid and dropped; the action runs
 
 
 @dataclass
@@ -47,6 +50,7 @@ class TurnRecord:
     rejection_cause: str | None = None  # a rejected turn: an UnusableOutput cause or a Rejection cause
     title_fallback: bool = False  # the read title matched no unread title; the first unread was read
     calls_made: int | None = None  # the question's LM calls so far when this turn's action ran
+    discarded_cause: str | None = None  # an accepted turn whose invalid part (EIR's list updates) was dropped
 
 
 @dataclass
@@ -123,7 +127,8 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
             continue
         notes = policy.commit(proposal, episode)
         record = TurnRecord(episode.turn, _as_dict(action), True, "", notes=notes, reasoning=proposal.reasoning,
-                            calls_made=calls_so_far())
+                            calls_made=calls_so_far(),
+                            discarded_cause=proposal.discarded.cause if proposal.discarded else None)
         if action.kind == "submit":
             episode.submitted = action
             record.feedback = record.brief = "submitted"

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 NOT_JSON_ONLY = "not_json_only"  # a JSON-only method's output had text around its JSON object
+WRONG_TYPE = "wrong_type"  # a value of the wrong type (also an EIR list update's, e.g. a sentence position "1")
+MISSING_FIELD = "missing_field"  # a required field absent (also inside an EIR list update's entry)
 NO_ACTION = "no_action"  # the output parsed but named no action
 EMPTY_ANSWER = "empty_answer"  # a Direct-style submit with no answer
 INVALID_CITATION = "invalid_citation"  # a Direct-style submit, or an EIR list update, citing a sentence not read

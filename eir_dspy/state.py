@@ -1,20 +1,34 @@
 """EIR's two lists and the all-or-nothing validation of the updates the LM proposes.
 
 The checks are structural: revised ids must exist, citations must name sentences already in the
-evidence store, and a cited sentence position must be an integer as written (a string "1" is not
-coerced: it fails to parse, the paper's incorrectly typed position). Whether a cited sentence
-supports a claim is not checked. A turn whose updates fail any check is rejected whole, its action
-included (programs/eir_policy.py).
+evidence store, and every entry must read as its model, a cited sentence position an integer as
+written (a string "1" is not coerced: the paper's incorrectly typed position). A list that does not
+read (a wrong type, a missing field in an entry) does not make the turn's output unusable: the
+adapter hands it over as `MalformedUpdates` and the all-or-nothing check reports it like any other
+problem, so what becomes of the turn is the policy's rule alone (programs/eir_policy.py: the pool discards the updates, the
+corpus rejects the turn). Whether a cited sentence supports a claim is not checked.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, field_validator
 
 from eir_dspy.evidence import EvidenceStore
-from eir_dspy.rejection import INVALID_CITATION, INVALID_DEPENDENCY, UNKNOWN_LIST_ID, Rejection
+from eir_dspy.rejection import (INVALID_CITATION, INVALID_DEPENDENCY, MISSING_FIELD, UNKNOWN_LIST_ID, WRONG_TYPE,
+                                Rejection)
+
+
+DISCARD, REJECT = "discard", "reject"  # what invalid updates do to their turn (programs/eir_policy.py)
+INVALID_UPDATE_RULES = (DISCARD, REJECT)
+
+
+def paper_invalid_updates(setting: str) -> str:
+    """The paper's rule in `setting`: the pool discards invalid updates and runs the action (3.2,
+    B.1); only the corpus setting rejects the action with them (H.1, H.4, Table 22)."""
+    return REJECT if setting == "corpus" else DISCARD
 
 
 class Citation(BaseModel):
@@ -63,6 +77,40 @@ class ConclusionRevision(BaseModel):
     _integer_positions = field_validator("citations", mode="before")(integer_positions)
 
 
+@dataclass(frozen=True)
+class MalformedUpdates:
+    """A list-update field whose value did not read as its entries (kept, not raised, so that the
+    action beside it still parses): one invalid part, with the cause Table 22 counts it under."""
+
+    cause: str  # WRONG_TYPE or MISSING_FIELD
+    detail: str  # where and what, e.g. "0.citations.0.sentence: sentence position '1' is not an integer"
+
+    def __iter__(self):  # reads as no updates wherever a list of them is iterated
+        return iter(())
+
+
+def read_updates(value, annotation):
+    """`value` validated as the list-update field `annotation` (one of LIST_UPDATE_TYPES), or the
+    MalformedUpdates that says why it is not one."""
+    try:
+        return _adapter(annotation).validate_python(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        cause = MISSING_FIELD if first["type"] == "missing" else WRONG_TYPE
+        return MalformedUpdates(cause, f"{where}: {first['msg']}" if where else first["msg"])
+
+
+# The list-update fields' types. The adapter (eir_dspy/lm/decoding.py) reads a field of one of these
+# types with `read_updates`, so a malformed list never makes the rest of the output unusable.
+LIST_UPDATE_TYPES = (list[RequirementUpdate], list[ConclusionUpdate], list[DependentConclusionUpdate])
+_ADAPTERS = {t: TypeAdapter(t) for t in LIST_UPDATE_TYPES}
+
+
+def _adapter(annotation) -> TypeAdapter:
+    return _ADAPTERS.get(annotation) or TypeAdapter(annotation)
+
+
 class Requirement(BaseModel):
     id: str
     text: str
@@ -100,7 +148,9 @@ class AgentLists:
         evidence: EvidenceStore,
     ) -> list[Rejection]:
         """Every problem with the proposed updates, each with its rejection cause, in update order."""
-        problems = []
+        problems = [Rejection(updates.cause, f"{which}_updates.{updates.detail}")
+                    for which, updates in (("requirement", requirement_updates), ("conclusion", conclusion_updates))
+                    if isinstance(updates, MalformedUpdates)]
         for update in requirement_updates:
             if update.id and update.id not in self.requirements:
                 problems.append(Rejection(UNKNOWN_LIST_ID, f"requirement id {update.id!r} does not exist"))

@@ -40,6 +40,7 @@ class EpisodeState(Protocol):
     """The part of a running episode (eir_dspy.episode.Episode) an environment reads and updates."""
 
     turn: int
+    turn_limit: int | None  # None: H reads plus one more decision (EIR); else turns in all, the submit included
     reads: int
     searches: int
     evidence: EvidenceStore

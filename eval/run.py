@@ -21,11 +21,13 @@ import dspy
 import mlflow
 from tqdm import tqdm
 
+from eir_dspy.corpus_environment import DEFAULT_FUTILE_SEARCHES, FUTILE_SEARCHES
 from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError
 from eir_dspy.lm import DecodingAdapter, build_lm
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS, EngineError, stop_shared_server
 from eir_dspy.lm.engine_lock import EngineBusy
 from eir_dspy.lm.local_models import ModelFetchError
+from eir_dspy.state import INVALID_UPDATE_RULES
 from eval.runs import provenance
 from eval.runs import traces
 from eval.runs import tracking
@@ -48,6 +50,7 @@ from eval.runs.config import (
     positive_int,
 )
 from eval.runs.scheduler import run_all
+from eval.scoring import health
 from eval.scoring.summary import format_table, summarize
 from programs import CORPUS_METHODS, METHODS
 from programs.eir_policy import ABLATIONS
@@ -66,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pool: each question's given paragraphs; corpus: search a BM25 index (HotpotQA only)")
     p.add_argument("--index", default=None, help="corpus: an index directory from `python -m eval.index build` "
                    "(else $EIR_INDEX_DIR, else runs/corpus/hotpotqa-abstracts-index, built from --data if missing)")
+    p.add_argument("--futile-searches", default=DEFAULT_FUTILE_SEARCHES, choices=FUTILE_SEARCHES,
+                   help="corpus: a search repeating an earlier one's indexed terms, or with no indexed word, runs "
+                        "(the paper, H.1: the same hits again, or none found) or is rejected (the project's earlier "
+                        "rule). docs/methods.md: Fidelity 6")
     p.add_argument("--dataset", default="hotpotqa", choices=DATASETS)
     p.add_argument("--data", default=None, help="a data file or directory (else $EIR_DATA_DIR, else the hub)")
     p.add_argument("--limit", type=positive_int, default=5, help="number of questions (default 5)")
@@ -75,6 +82,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ablation", default=None, choices=ABLATIONS,
                    help="eir: no-list-feedback (the lists are kept but never shown again, E.2); repair / "
                         "repair-unapplied (dependency repair with its changes applied / discarded, E.3). docs/methods.md: Ablations")
+    p.add_argument("--invalid-updates", default=None, choices=INVALID_UPDATE_RULES,
+                   help="eir: what invalid list updates do to their turn: discard (lists unchanged, the action "
+                        "runs; the paper's pool rule, 3.2/B.1) or reject (the turn, action included; the corpus "
+                        "rule, H.1). Default: the paper's rule for --setting. docs/methods.md: Fidelity")
     p.add_argument("--verifier-temperature", type=float, default=None,
                    help="ssr: temperature of the verifier votes (default 0.7 in the pool, 0.0 in the corpus)")
     p.add_argument("--votes", type=positive_int, default=DEFAULT_VOTES, help="ssr: verifier judgments per step")
@@ -170,10 +181,12 @@ def run(config: RunConfig | None, *, experiment: str = DEFAULT_EXPERIMENT, out: 
             traces.use_autolog(False)
     print()
     print(format_table(metrics, f"{config.label}/{config.dataset}"))
+    print(health.render(run_warnings(config, records)), end="")
     for name in sorted(records[0].get("variants") or {}):
         variant = config.with_label(name)
         print(format_table(log_variant(variant, run_id, name, records, results.path),
                            f"{variant.label}/{config.dataset}"))
+        print(health.render(run_warnings(variant, variant_records(records, name))), end="")
     failed = int(metrics["failed_questions"])
     if failed:
         print(f"{failed} question(s) failed; their errors are in {results.path} "
@@ -185,14 +198,24 @@ def run(config: RunConfig | None, *, experiment: str = DEFAULT_EXPERIMENT, out: 
 def log_variant(config: RunConfig, parent_id: str, name: str, records: list[dict], results_path: Path) -> dict:
     """A second result from the same trajectories (Reflexion's first trial) as its own MLflow run;
     `config` is labelled as the variant."""
-    # A question that failed outright has no variant; its failed record scores 0 for both.
-    variant = [r.get("variants", {}).get(name, r) for r in records]
+    variant = variant_records(records, name)
     metrics = summarize(variant)
     metrics["wall_time_s"] = sum(r["seconds"] for r in variant)
     path = results_path.with_name(f"{name}.jsonl")
     path.write_text("".join(json.dumps(r, default=str) + "\n" for r in variant))
-    tracking.log_variant(config, parent_id, variant, metrics, str(path))
+    tracking.log_variant(config, parent_id, variant, metrics, str(path), run_warnings(config, variant))
     return metrics
+
+
+def variant_records(records: list[dict], name: str) -> list[dict]:
+    """The variant's record of each question. A question that failed outright has no variant; its
+    failed record scores 0 for both."""
+    return [r.get("variants", {}).get(name, r) for r in records]
+
+
+def run_warnings(config: RunConfig, records: list[dict]) -> list[health.RunWarning]:
+    """Why the run's scores may say little (eval.scoring.health); none for a healthy run."""
+    return health.warnings_for(config.label, records, method=config.method, max_tokens=config.lm.max_tokens)
 
 
 def open_corpus(config: RunConfig, out_root: str) -> tuple[CorpusIndex, RunConfig]:
@@ -249,7 +272,8 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
     part_started = time.time()
 
     def run_one(q):
-        record = run_question(program, lm, q, corpus)
+        with dspy.context(futile_searches=config.futile_searches):  # read by programs/setting.py
+            record = run_question(program, lm, q, corpus)
         record.update(part_started_at=part_started, finished_at=time.time())
         return record
 
@@ -270,6 +294,7 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
         if finished:
             print(format_table(summarize(finished), f"{label} (partial: {len(finished)} of {len(questions)})"),
                   file=sys.stderr)
+            print(health.render(run_warnings(config, finished)), end="", file=sys.stderr)
         print(f"\nInterrupted: {len(finished)} of {len(questions)} questions are saved in {results.path}.\n"
               f"Continue with:\n  {resume}", file=sys.stderr)
         raise SystemExit(130)
@@ -289,6 +314,7 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
     metrics = summarize(records)
     metrics["wall_time_s"] = wall_time(records)
     tracking.log_results(records, metrics, str(results.path))
+    tracking.log_warnings(run_warnings(config, records))
     tracking.end_run_if_active("FINISHED")
     return records, metrics
 

@@ -19,7 +19,7 @@ from signatures.ssr import STEPS
 
 SETTINGS = ("pool", "corpus")
 _CORPUS = object()  # stands for "a corpus index is given": programs.setting.turn_limit only tests it against None
-_OPTIONS = {"setting", "ablation", "votes", "trials", "verifier_temperature"}
+_OPTIONS = {"setting", "ablation", "invalid_updates", "votes", "trials", "verifier_temperature"}
 
 
 def action_turns(budget: int, setting: str, pool_limit: int | None) -> int:
@@ -33,8 +33,9 @@ def action_turns(budget: int, setting: str, pool_limit: int | None) -> int:
 def max_calls(method: str, budget: int, **options) -> int:
     """At most this many LM calls per question for `method` at read budget H = `budget`.
 
-    options: setting ("pool" | "corpus", default pool), ablation (EIR), votes (SSR, default 3),
-    trials (Reflexion, default 5), verifier_temperature (SSR; changes no count).
+    options: setting ("pool" | "corpus", default pool), ablation (EIR), invalid_updates (EIR; changes
+    no count: a rejected and a discarding turn both cost one call), votes (SSR, default 3), trials
+    (Reflexion, default 5), verifier_temperature (SSR; changes no count).
     """
     unknown = set(options) - _OPTIONS
     if unknown:

@@ -1,10 +1,13 @@
 """Direct (ReAct-style): one LM call per turn writes a thought and an action; no lists, no final call.
 
 Each turn sees EIR's inputs minus the lists (the paper, B.1 and B.3): the question, the unread
-titles (corpus: the search results) and the last result, nothing of earlier turns. Scored on the
-FIRST valid submit: the shared loop stops there, so a later submit never happens. Pool: at most
-H turns in all, reads and the submit included. Corpus: 12 turns, at most H reads. No valid
-submit scores 0.
+titles (corpus: the search results) and the last result, nothing of earlier turns. In the corpus
+setting (B.3) the turn also writes what its action should establish, the result it expects and how
+it will judge progress (output fields, kept in the turn's recorded reasoning), and it sees the two
+paragraphs read most recently. Scored on the FIRST valid submit: the shared loop stops there, so a
+later submit never happens. Pool: at most H turns in all, reads and the submit included, and every
+result says how many are left (programs/agent_view.py). Corpus: 12 turns, at most H reads. No
+valid submit scores 0. SSR proposes with this policy; Reflexion's trials add the reflections.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from eir_dspy.episode import Action, Episode, Proposal, run_episode
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.rejection import EMPTY_ANSWER, INVALID_CITATION, Rejection
-from programs.agent_view import environment_view
+from programs.agent_view import environment_view, last_result
 from programs.setting import new_environment, turn_limit
 from programs.trajectory_record import Trajectory
-from programs.trajectory import can_read, read_paragraphs, recent_paragraphs, render_trajectory
+from programs.trajectory import can_read, read_paragraphs, recent_paragraphs
 from signatures import DirectSearchTurn, DirectTurn
+from signatures.search_turns import PLAN_FIELDS
 from signatures.schemas import direct_search_turn_schema, direct_turn_schema, grammar_config
 
 
@@ -32,11 +36,12 @@ def to_action(a) -> Action:
                   query=getattr(a, "query", "").strip(), paragraph_id=getattr(a, "paragraph_id", "").strip())
 
 
-def action_config(name: str, episode: Episode) -> dict:
-    """The grammar of a Direct-style action now: what can be read, citable sentences, submit-only at the end."""
+def action_config(name: str, episode: Episode, plan: bool = True) -> dict:
+    """The grammar of a Direct-style action now: what can be read, citable sentences, submit-only at the end.
+    `plan`: the corpus turn's plan fields come first (False: SSR's refinement, which writes none)."""
     if episode.env.setting == "corpus":
         return grammar_config(name, lambda: direct_search_turn_schema(
-            episode.env.unread_ids, read_paragraphs(episode), can_read(episode), episode.on_last_turn))
+            episode.env.unread_ids, read_paragraphs(episode), can_read(episode), episode.on_last_turn, plan))
     return grammar_config(name, lambda: direct_turn_schema(list(episode.env.unread_titles), read_paragraphs(episode),
                                                            can_read(episode)))
 
@@ -58,17 +63,23 @@ def submit_problem(action: Action, episode: Episode) -> Rejection | None:
 
 
 class DirectPolicy:
-    """Direct's turn: EIR's inputs minus the lists in, a thought and an action out."""
+    """Direct's turn: EIR's inputs minus the lists in, a thought and an action out (corpus: plus the
+    plan fields out and the two latest paragraphs in). `reflections` (Reflexion's trials): the same
+    turn with the reflections on earlier failed trials as one more input."""
 
-    def __init__(self, predict: dspy.Predict) -> None:
+    def __init__(self, predict: dspy.Predict, reflections: str | None = None) -> None:
         self.predict = predict
+        self.reflections = reflections
 
     def inputs(self, episode: Episode) -> dict:
-        return {"question": episode.question, **environment_view(episode), "last_result": episode.last_feedback}
+        extra = {} if self.reflections is None else {"reflections": self.reflections}
+        if episode.env.setting == "corpus":
+            extra["recent_paragraphs"] = recent_paragraphs(episode)
+        return {"question": episode.question, **extra, **environment_view(episode), "last_result": last_result(episode)}
 
     def propose(self, episode: Episode) -> Proposal:
         out = lm_call("action", self.predict, **self.inputs(episode), config=action_config("direct_turn", episode))
-        return Proposal(to_action(out.action), reasoning=out.thought.strip())
+        return Proposal(to_action(out.action), reasoning=turn_reasoning(out))
 
     def check(self, action: Action, episode: Episode) -> Rejection | None:
         return submit_problem(action, episode)
@@ -77,21 +88,15 @@ class DirectPolicy:
         return []
 
 
-class ReActPolicy(DirectPolicy):
-    """SSR's proposer and Reflexion's trials (which add reflections): Direct's turn over the whole
-    trajectory (all titles, every earlier turn, where the agent stands)."""
+PLAN_LABELS = {"establish": "Should establish", "expected_result": "Expected result", "progress": "Progress judged by"}
 
-    def __init__(self, predict: dspy.Predict, reflections: str | None = None) -> None:
-        super().__init__(predict)
-        self.reflections = reflections
 
-    def inputs(self, episode: Episode) -> dict:
-        extra = {} if self.reflections is None else {"reflections": self.reflections}
-        if episode.env.setting == "corpus":
-            return {"question": episode.question, **extra, "trajectory": render_trajectory(episode),
-                    "recent_paragraphs": recent_paragraphs(episode)}
-        return {"question": episode.question, "titles": "\n".join(episode.env.titles), **extra,
-                "trajectory": render_trajectory(episode)}
+def turn_reasoning(out) -> str:
+    """What a turn wrote before its action, as the trajectory records it: the thought, then (Direct's
+    corpus turn) one labelled line per plan field."""
+    lines = [out.thought.strip()]
+    lines += [f"{PLAN_LABELS[name]}: {str(getattr(out, name)).strip()}" for name in PLAN_FIELDS if name in out.keys()]
+    return "\n".join(lines)
 
 
 def episode_answer(episode: Episode) -> tuple[str, list[tuple[str, int]]]:

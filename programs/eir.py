@@ -9,6 +9,7 @@ from eir_dspy.acceptance import EXTRACT
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import run_episode
 from eir_dspy.paragraphs import Paragraph
+from eir_dspy.state import INVALID_UPDATE_RULES, paper_invalid_updates
 from programs.answer import AnswerFromEvidence
 from programs.eir_policy import ABLATIONS, EIRPolicy
 from programs.eir_repair import RepairingPolicy
@@ -21,12 +22,17 @@ from signatures.repair import EIRDependentSearchTurn, EIRDependentTurn, RefreshR
 class EIR(dspy.Module):
     acceptance = EXTRACT  # the paper: EIR can extract its action from surrounding prose
 
-    def __init__(self, budget: int = 6, ablation: str = "none") -> None:
+    def __init__(self, budget: int = 6, ablation: str = "none", invalid_updates: str | None = None) -> None:
+        """`invalid_updates`: what invalid list updates do to a turn, `discard` or `reject`
+        (programs/eir_policy.py); None takes the paper's rule for the setting each question runs in."""
         super().__init__()
         if ablation not in ABLATIONS:
             raise ValueError(f"unknown EIR ablation {ablation!r}; choose one of {', '.join(ABLATIONS)}")
+        if invalid_updates not in (None, *INVALID_UPDATE_RULES):
+            raise ValueError(f"invalid_updates must be one of {', '.join(INVALID_UPDATE_RULES)}; got {invalid_updates!r}")
         self.budget = budget
         self.ablation = ablation
+        self.invalid_updates = invalid_updates
         repairs = ablation.startswith("repair")
         self.turn = dspy.Predict(EIRDependentTurn if repairs else EIRTurn)
         self.search_turn = dspy.Predict(EIRDependentSearchTurn if repairs else EIRSearchTurn)
@@ -37,9 +43,11 @@ class EIR(dspy.Module):
 
     def policy(self, corpus: CorpusIndex | None) -> EIRPolicy:
         turn = self.turn if corpus is None else self.search_turn
+        rule = self.invalid_updates or paper_invalid_updates("pool" if corpus is None else "corpus")
         if self.ablation.startswith("repair"):
-            return RepairingPolicy(turn, self.repair, self.refresh, apply_repairs=self.ablation == "repair")
-        return EIRPolicy(turn, show_lists=self.ablation != "no-list-feedback")
+            return RepairingPolicy(turn, self.repair, self.refresh, apply_repairs=self.ablation == "repair",
+                                   invalid_updates=rule)
+        return EIRPolicy(turn, show_lists=self.ablation != "no-list-feedback", invalid_updates=rule)
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
                 corpus: CorpusIndex | None = None) -> dspy.Prediction:

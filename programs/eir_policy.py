@@ -1,8 +1,14 @@
 """EIR's per-turn policy on the shared episode loop: one LM call updates the two lists and picks
-the action. The paper's turn-validity rule: list updates are validated all-or-nothing against the
-evidence read before the turn, and invalid ones (a citation of a sentence not read, an unknown id;
-a wrongly typed sentence position already fails to parse) reject the whole turn: its action does
-not run, the turn is used, and the next prompt says why."""
+the action. List updates are validated all-or-nothing against the evidence read before the turn
+(a citation of a sentence not read, an unknown id, an entry that does not read as its model, e.g. a
+sentence position written as a string). What an invalid update does to the turn is the paper's
+per-setting rule (`invalid_updates`):
+
+- `discard` (the pool setting, sections 3.2 and B.1): both lists stay as they were, the action runs,
+  and the next result says what was discarded and why;
+- `reject` (the corpus setting, H.1, H.4 and Table 22): the whole turn is rejected, its action
+  included, the turn is used and the next prompt says why.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import dspy
 from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal
 from eir_dspy.rejection import Rejection
-from eir_dspy.state import AgentLists
+from eir_dspy.state import DISCARD, INVALID_UPDATE_RULES, REJECT, AgentLists
 from programs.agent_view import environment_view
 from programs.direct import to_action
 from signatures.schemas import eir_search_turn_schema, eir_turn_schema, grammar_config
@@ -22,14 +28,17 @@ HIDDEN_LISTS = "(not shown)"  # what the list-feedback control's prompts hold in
 
 class EIRPolicy:
     """EIR's turn. `show_lists=False` is the list-feedback control (E.2): the updates are proposed,
-    validated (rejecting the turn) and kept exactly as in EIR, but no later prompt shows the lists
-    or what was wrong with them: a turn rejected for its updates says only that."""
+    validated and kept (or discarded, or rejecting the turn) exactly as in EIR, but no later prompt
+    shows the lists or what was wrong with them: the next result says only that they were invalid."""
 
-    def __init__(self, predict: dspy.Predict, show_lists: bool = True) -> None:
+    def __init__(self, predict: dspy.Predict, show_lists: bool = True, invalid_updates: str = DISCARD) -> None:
+        if invalid_updates not in INVALID_UPDATE_RULES:
+            raise ValueError(f"invalid_updates must be one of {', '.join(INVALID_UPDATE_RULES)}; got {invalid_updates!r}")
         self.predict = predict
         self.show_lists = show_lists
+        self.invalid_updates_rule = invalid_updates
         self.lists = AgentLists()
-        # Turns whose non-empty list updates were applied / invalid (an invalid update rejects its turn).
+        # Turns whose non-empty list updates were applied / invalid (discarded, or rejecting the turn).
         self.updates = {"applied": 0, "discarded": 0}
 
     def view(self, episode: Episode) -> tuple[dict, dict]:
@@ -61,16 +70,25 @@ class EIRPolicy:
             config=config,
         )
         payload = (out.requirement_updates, out.conclusion_updates)
-        return Proposal(to_action(out.action), payload=payload, invalid=self.invalid_updates(payload, episode))
+        problem = self.invalid_updates(payload, episode)
+        if problem is None:
+            return Proposal(to_action(out.action), payload=payload)
+        if self.invalid_updates_rule == REJECT:
+            return Proposal(to_action(out.action), payload=payload, invalid=problem)
+        return Proposal(to_action(out.action), payload=([], []), discarded=problem)
 
     def invalid_updates(self, payload, episode: Episode) -> Rejection | None:
-        """Why the turn's list updates reject it, or None. Citations are checked against the evidence
-        read BEFORE this turn's action; the first problem's cause is the turn's cause."""
+        """What is wrong with the turn's list updates, as the next result says it, or None. Citations
+        are checked against the evidence read BEFORE this turn's action; the first problem's cause
+        is the turn's cause."""
         problems = self.lists.check(*payload, episode.evidence)
         if not problems:
             return None
         self.updates["discarded"] += 1
-        text = "your list updates are invalid, so nothing of this turn ran (its action included)"
+        if self.invalid_updates_rule == REJECT:
+            text = "your list updates are invalid, so nothing of this turn ran (its action included)"
+        else:
+            text = "your list updates were invalid and discarded: both lists are unchanged (the action ran)"
         if self.show_lists:
             text += ": " + "; ".join(p.text for p in problems)
         return Rejection(problems[0].cause, text)
@@ -82,13 +100,14 @@ class EIRPolicy:
         return None  # EIR's answer comes from the final call, so any submit is acceptable
 
     def commit(self, proposal: Proposal, episode: Episode) -> list[str]:
-        # Only an accepted turn gets here, so its updates passed invalid_updates against the same evidence.
+        # Only an accepted turn gets here: its updates passed invalid_updates against the same
+        # evidence, or were discarded (the payload is then empty and the notice goes in the result).
         requirement_updates, conclusion_updates = proposal.payload
         problems = self.lists.apply(requirement_updates, conclusion_updates, episode.evidence)
         assert not problems, problems
         if requirement_updates or conclusion_updates:
             self.updates["applied"] += 1
-        return []
+        return [proposal.discarded.text[0].upper() + proposal.discarded.text[1:] + "."] if proposal.discarded else []
 
     def record(self) -> dict:
         """What the trajectory keeps of this policy's own state."""

@@ -25,8 +25,9 @@ MAX_REPAIRS_PER_TURN = 4  # a long chain of dependents costs at most this many r
 
 
 class RepairingPolicy(EIRPolicy):
-    def __init__(self, predict: dspy.Predict, repair: dspy.Predict, refresh: dspy.Predict, apply_repairs: bool) -> None:
-        super().__init__(predict)
+    def __init__(self, predict: dspy.Predict, repair: dspy.Predict, refresh: dspy.Predict, apply_repairs: bool,
+                 invalid_updates: str = "discard") -> None:
+        super().__init__(predict, invalid_updates=invalid_updates)
         self.repair, self.refresh, self.apply_repairs = repair, refresh, apply_repairs
         # Per episode: repair calls made, revisions valid (applied only under `repair`), invalid or
         # unusable ones, refresh calls, and refreshes whose requirement updates were valid.

@@ -4,7 +4,12 @@ two unread paragraphs; they are read, and the same final answer call as EIR's an
 The select call sees only the question, the sentences already read and the unread titles: no
 answer (earlier or reference), no lists, no score. Its titles are matched to unread titles as a read
 is (case, spacing and wrapping quotes ignored); a title that matches none is not read, and nothing
-else is read in its place. With no successful read the earlier answer stands and no final call is made.
+else is read in its place.
+
+When no extra read succeeds, the two experiments differ, as the paper describes them:
+- F.3 (`answer_without_read=True`): the final call runs anyway, on the unchanged evidence (one of the
+  paper's 174 F.3 exact matches followed no successful read, so its answer came from such a call);
+- F.4 (`answer_without_read=False`): EIR's earlier answer stands and no final call is made.
 """
 
 from __future__ import annotations
@@ -25,16 +30,17 @@ MAX_EXTRA_READS = 2
 class ExtraReads(dspy.Module):
     """`optional=False`: F.3, the model must pick one or two titles; `optional=True`: F.4, it may pick none."""
 
-    def __init__(self, optional: bool) -> None:
+    def __init__(self, optional: bool, answer_without_read: bool = False) -> None:
         super().__init__()
         self.optional = optional
+        self.answer_without_read = answer_without_read
         self.select = dspy.Predict(MaybeSelectMoreReads if optional else SelectMoreReads)
         self.answer = AnswerFromEvidence()
 
     def forward(self, question: str, evidence: EvidenceStore, pool: tuple[Paragraph, ...]) -> dspy.Prediction:
         unread = tuple(p.title for p in pool if p.title not in evidence.titles)
-        if not unread:  # everything was read: there is nothing to choose, so no call is made
-            return dspy.Prediction(selected=[], select_parsed=True, read=[], answered=False)
+        if not unread:  # everything was read: there is nothing to choose, so no select call is made
+            return self._after([], True, [], question, evidence)
         config = grammar_config("select_reads", lambda: select_reads_schema(list(unread), self.optional))
         out = lm_call("select", self.select, question=question, evidence=evidence.render(),
                       unread_titles="\n".join(unread) or "(every paragraph has been read)", config=config,
@@ -45,12 +51,18 @@ class ExtraReads(dspy.Module):
             found = match_title(title.strip(), unread)
             if found and found not in chosen and len(chosen) < MAX_EXTRA_READS:
                 chosen.append(found)
-        if not chosen:
-            return dspy.Prediction(selected=selected, select_parsed=out is not None, read=[], answered=False)
         more = evidence.copy()
         by_title = {p.title: p for p in pool}
         for title in chosen:
             more.add_paragraph(by_title[title], turn=0)
-        final = self.answer(question=question, evidence=more.render(), titles=list(more.titles))
-        return dspy.Prediction(selected=selected, select_parsed=out is not None, read=chosen, answered=True,
-                               answer=final.answer, citations=final.citations, parsed=final.parsed, evidence=more)
+        return self._after(selected, out is not None, chosen, question, more)
+
+    def _after(self, selected: list[str], parsed: bool, read: list[str], question: str,
+               evidence: EvidenceStore) -> dspy.Prediction:
+        """The final call over `evidence` after a successful read (or always, with answer_without_read);
+        `answered` says whether it ran."""
+        if not read and not self.answer_without_read:
+            return dspy.Prediction(selected=selected, select_parsed=parsed, read=[], answered=False)
+        final = self.answer(question=question, evidence=evidence.render(), titles=list(evidence.titles))
+        return dspy.Prediction(selected=selected, select_parsed=parsed, read=read, answered=True,
+                               answer=final.answer, citations=final.citations, parsed=final.parsed, evidence=evidence)

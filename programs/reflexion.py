@@ -1,10 +1,13 @@
-"""Reflexion: up to `trials` Direct-style trajectories, each restarting from the question and titles.
+"""Reflexion: up to `trials` Direct trajectories, each restarting from the question and titles.
 
-Nothing carries over between trials but the reflections written after failed ones: no source
-text, no earlier trajectory. An external controller (the `oracle`, a yes/no on an answer, built
-by the runner from the reference) stops at the first trial it accepts; the model never sees the
-reference or a score. One run yields two results: the oracle-stopped answer, and trial 1 alone
-(`variants["reflexion_first"]`, with the calls and seconds trial 1 used).
+Each turn is Direct's turn plus the reflections (the paper, B.3; programs.direct.DirectPolicy):
+the question, the reflections, the unread titles (corpus: the search results, and the two latest
+paragraphs) and the last result. Nothing carries over between trials but the reflections written
+after failed ones: no source text, no earlier trajectory. The reflection call alone sees the failed
+trial whole (every thought, action and result). An external controller (the `oracle`, a yes/no on
+an answer, built by the runner from the reference) stops at the first trial it accepts; the model
+never sees the reference or a score. One run yields two results: the oracle-stopped answer, and
+trial 1 alone (`variants["reflexion_first"]`, with the calls and seconds trial 1 used).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from eir_dspy.accounting import calls_so_far, lm_call
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Episode, run_episode
 from eir_dspy.paragraphs import Paragraph
-from programs.direct import ReActPolicy, episode_answer, episode_trajectory
+from programs.direct import DirectPolicy, episode_answer, episode_trajectory
 from programs.trajectory import render_trajectory
 from programs.trajectory_record import Trajectory
 from programs.setting import new_environment, turn_limit
@@ -56,8 +59,8 @@ class Reflexion(dspy.Module):
         first = None
         t0 = time.perf_counter()
         for trial in range(1, self.trials + 1):
-            policy = ReActPolicy(self.turn if corpus is None else self.search_turn,
-                                 reflections=render_reflections(reflections))
+            policy = DirectPolicy(self.turn if corpus is None else self.search_turn,
+                                  reflections=render_reflections(reflections))
             # A fresh environment per trial: no earlier text, and in the corpus no earlier search results.
             episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
                                   max_turns=turn_limit(corpus, self.budget))
@@ -83,5 +86,5 @@ class Reflexion(dspy.Module):
         env = episode.env  # the failed trial's: its pool titles, or what its searches found
         titles = env.render_found() if env.setting == "corpus" else "\n".join(env.titles)
         out = lm_call("reflect", self.reflect, question=question, titles=titles,
-                      trajectory=render_trajectory(episode, with_status=False), config=config, on_unusable=None)
+                      trajectory=render_trajectory(episode), config=config, on_unusable=None)
         return "(the reflection could not be parsed)" if out is None else out.reflection.strip()

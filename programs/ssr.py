@@ -1,9 +1,14 @@
 """Agentic SSR (Socratic Self-Refine adapted to action selection).
 
-Each turn: propose an action as Direct does; decompose the proposal into three steps (facts,
-justification, action); get `votes` verifier judgments per step at `verifier_temperature`;
-refine at most one qualifying step (see programs.ssr_voting) in ONE call. Verification always
-runs, so a turn costs 2 + 3 x votes calls, plus one when a step is refined.
+Each turn: propose an action with Direct's turn (the same inputs: the paper, B.3); decompose the
+proposal into three steps (facts, justification, action); get `votes` verifier judgments per step at
+`verifier_temperature`; refine at most one qualifying step (see programs.ssr_voting) in ONE call.
+Verification always runs, so a turn costs 2 + 3 x votes calls, plus one when a step is refined.
+
+What the three added calls see (a choice: D.1 does not say; `SSR.seen`): the question and the
+sentences read in this trial, grouped by paragraph; verify and refine also see what can be acted on
+now (the unread titles, or in the corpus the search results), as they may name a new action. No
+earlier thought or action: the proposal (its thought and action) is the only reasoning shown.
 """
 
 from __future__ import annotations
@@ -19,14 +24,15 @@ from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.answer_text import normalize_answer
-from programs.direct import (ReActPolicy, action_config, episode_answer, episode_trajectory, submit_problem,
+from programs.agent_view import environment_view
+from programs.direct import (DirectPolicy, action_config, episode_answer, episode_trajectory, submit_problem,
                              to_action)
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
 from programs.setting import new_environment, turn_limit
 from programs.trajectory_record import Trajectory
-from programs.trajectory import recent_paragraphs, render_action, render_trajectory
-from signatures import (DecomposeProposal, DecomposeSearchProposal, ReActSearchTurn, ReActTurn, RefineSearchStep,
-                        RefineStep, VerifySearchStep, VerifyStep)
+from programs.trajectory import render_action
+from signatures import (DecomposeProposal, DirectSearchTurn, DirectTurn, RefineSearchStep, RefineStep, VerifySearchStep,
+                        VerifyStep)
 from signatures.schemas import decompose_schema, grammar_config, verify_schema
 from signatures.ssr import STEPS
 
@@ -67,7 +73,7 @@ def correction_key(step: str, correction: str, episode: Episode):
     return normalize_answer(correction) or None
 
 
-class SSRPolicy(ReActPolicy):
+class SSRPolicy(DirectPolicy):
     def __init__(self, program: "SSR", turn: dspy.Predict) -> None:
         super().__init__(turn)
         self.program = program
@@ -122,7 +128,7 @@ class SSRPolicy(ReActPolicy):
             # Distinct rollout ids (and seeds) make the votes independent samples, not one cached answer.
             config.update(rollout_id=vote, seed=vote)
         out = lm_call("verify", self.program.predictor("verify", episode), question=episode.question, **seen,
-                      steps=steps_text, step=step, config=config, on_unusable=None)
+                      **environment_view(episode), steps=steps_text, step=step, config=config, on_unusable=None)
         if out is None:  # an unreadable judgment does not vote
             return Judgment(None)
         correction = out.correction.strip()
@@ -130,11 +136,10 @@ class SSRPolicy(ReActPolicy):
         return Judgment(out.verdict, float(out.confidence), correction, key)
 
     def _refine(self, episode: Episode, seen: dict, steps_text: str, chosen: StepVote) -> Proposal | None:
-        env = episode.env
-        pool = {"search_results": env.render_found()} if env.setting == "corpus" else {"titles": "\n".join(env.titles)}
-        out = lm_call("refine", self.program.predictor("refine", episode), question=episode.question, **pool,
-                      **seen, steps=steps_text, step=chosen.step, correction=chosen.agreed.correction,
-                      config=action_config("refine", episode), on_unusable=None)
+        out = lm_call("refine", self.program.predictor("refine", episode), question=episode.question, **seen,
+                      **environment_view(episode), steps=steps_text, step=chosen.step,
+                      correction=chosen.agreed.correction, config=action_config("refine", episode, plan=False),
+                      on_unusable=None)
         if out is None:
             return None
         return Proposal(to_action(out.action), reasoning=out.thought.strip())
@@ -148,25 +153,24 @@ class SSR(dspy.Module):
         self.budget = budget
         self.verifier_temperature = verifier_temperature
         self.votes = votes
-        self.turn = dspy.Predict(ReActTurn)
-        self.decompose = dspy.Predict(DecomposeProposal)
+        self.turn = dspy.Predict(DirectTurn)  # Direct's own turn
+        self.decompose = dspy.Predict(DecomposeProposal)  # both settings
         self.verify = dspy.Predict(VerifyStep)
         self.refine = dspy.Predict(RefineStep)
-        # The corpus setting's variants (search actions; the latest paragraphs shown).
-        self.search_turn = dspy.Predict(ReActSearchTurn)
-        self.search_decompose = dspy.Predict(DecomposeSearchProposal)
+        # The corpus setting's variants (search actions; the search results in place of the unread titles).
+        self.search_turn = dspy.Predict(DirectSearchTurn)
         self.search_verify = dspy.Predict(VerifySearchStep)
         self.search_refine = dspy.Predict(RefineSearchStep)
 
     def predictor(self, role: str, episode: Episode) -> dspy.Predict:
-        return getattr(self, f"search_{role}" if episode.env.setting == "corpus" else role)
+        corpus = episode.env.setting == "corpus" and hasattr(self, f"search_{role}")
+        return getattr(self, f"search_{role}" if corpus else role)
 
     @staticmethod
     def seen(episode: Episode) -> dict:
-        """What decompose, verify and refine see of the episode besides the steps."""
-        if episode.env.setting == "corpus":
-            return {"trajectory": render_trajectory(episode), "recent_paragraphs": recent_paragraphs(episode)}
-        return {"trajectory": render_trajectory(episode)}
+        """What decompose, verify and refine see of the episode besides the question and the steps:
+        the sentences read in this trial (verify and refine also get the environment view)."""
+        return {"evidence": episode.evidence.render()}
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
                 corpus: CorpusIndex | None = None) -> dspy.Prediction:

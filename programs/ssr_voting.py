@@ -1,4 +1,4 @@
-"""Agentic SSR's voting rule, in plain Python so every clause can be tested without an LM.
+"""Agentic SSR's voting rule (Appendix D.1), in plain Python so every clause can be tested without an LM.
 
 A step qualifies for refinement when
   (a) at least two judgments reject it,
@@ -7,6 +7,12 @@ A step qualifies for refinement when
 Invalid judgments (unparseable, a confidence outside [0, 1], or a rejection without a usable
 correction) do not vote. Of the qualifying steps the one with the lowest confidence is refined;
 ties go to the later step.
+
+A step's agreed correction (`StepVote.agreed`) is the correction of clause (c), and exists only
+when the step's own votes meet all three clauses: one rejection is never an agreement, however
+the other verifiers voted. So the fallback of D.1 (refinement gave no valid action: use an agreed
+correction to the action step) needs the action step's own qualifying majority of agreeing
+rejections, whichever step was refined.
 """
 
 from __future__ import annotations
@@ -44,9 +50,8 @@ class StepVote:
     def rejections(self) -> list[Judgment]:
         return [j for j in self.valid if j.verdict == "reject"]
 
-    @property
-    def agreed(self) -> Judgment | None:
-        """The first rejection carrying the correction a strict majority of rejections share."""
+    def _majority_correction(self) -> Judgment | None:
+        """The first rejection carrying the correction a strict majority of the rejections share (clause c)."""
         rejections = self.rejections
         if not rejections:
             return None
@@ -58,7 +63,13 @@ class StepVote:
     @property
     def qualifies(self) -> bool:
         n_reject, n_valid = len(self.rejections), len(self.valid)
-        return n_reject >= 2 and n_reject * 2 > n_valid and self.agreed is not None
+        return n_reject >= 2 and n_reject * 2 > n_valid and self._majority_correction() is not None
+
+    @property
+    def agreed(self) -> Judgment | None:
+        """The step's agreed correction: clause (c)'s, only when the step qualifies (so at least two
+        rejections agree on it); None otherwise."""
+        return self._majority_correction() if self.qualifies else None
 
     @property
     def confidence(self) -> float:

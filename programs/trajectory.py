@@ -1,6 +1,9 @@
-"""The ReAct-style trajectory text SSR and Reflexion show the model: thought, action, result.
+"""Text helpers over a Direct-style episode: actions and a trajectory as text, the paragraphs read.
 
-Direct sees none of it (only EIR's inputs minus the lists); it shares the grammar helpers below."""
+No action prompt shows a trajectory (Direct, SSR's proposal and Reflexion's trials see Direct's
+inputs: the paper, B.3). The trajectory text is for Reflexion's reflection call, which writes about
+a failed trial; SSR writes its proposals with `render_action`. The rest feeds Direct's corpus prompt
+and the strict grammars."""
 
 from __future__ import annotations
 
@@ -23,40 +26,34 @@ def render_action(action: dict | Action | None) -> str:
     return f"submit {action['answer']!r}" + (f" citing {cites}" if cites else "")
 
 
-def render_trajectory(episode: Episode, with_status: bool = True) -> str:
-    """Every earlier turn in order, then (optionally) where the agent stands now.
+def render_trajectory(episode: Episode) -> str:
+    """Every turn of a finished trial in order: thought, action, result (Reflexion's reflection input).
 
-    The turns only ever grow at the end, so consecutive prompts share their prefix and the
-    local engine's state cache evaluates only the new turn. In the corpus setting a read shows
-    only its one-line brief: the prompt carries the two latest paragraphs separately.
-    """
+    In the corpus setting a read shows only its one-line brief, as the paragraphs can be long."""
     compact = episode.env.setting == "corpus"
     blocks = [
         f"Turn {t.turn}\nThought: {t.reasoning or '-'}\nAction: {render_action(t.action)}\n"
         f"Result: {t.brief if compact and t.brief else t.feedback}"
         for t in episode.turns
     ]
-    if with_status:
-        blocks.append(status_line(episode))
     return "\n\n".join(blocks) if blocks else "(nothing yet)"
 
 
-def status_line(episode: Episode) -> str:
-    turn = episode.turn
-    line = f"Now turn {turn} of {episode.max_turns}; {episode.reads_left} reads left."
-    if episode.env.setting == "corpus":
-        # Searching stays possible without reads left; only the last turn forces a submission.
-        if episode.on_last_turn:
-            line += " This is the last turn: you must submit your answer now."
-        return line
-    if episode.on_last_turn or episode.reads_left <= 0 or not episode.env.has_unread:
-        line += " You must submit your answer now."
-    return line
-
-
 def recent_paragraphs(episode: Episode, n: int = 2) -> str:
-    """The `n` paragraphs read most recently, sentence by sentence."""
-    return episode.evidence.render(last=n) if len(episode.evidence) else "(none read yet)"
+    """The `n` paragraphs read most recently (a re-read counts as a read), older first, sentence by sentence."""
+    titles: list[str] = []
+    for t in reversed(episode.turns):
+        if len(titles) == n:
+            break
+        if t.accepted and t.read_title and t.read_title not in titles:
+            titles.append(t.read_title)
+    if not titles:
+        return "(none read yet)"
+    blocks = []
+    for title in reversed(titles):
+        lines = [f"[{r.sentence_index}] {r.text.strip()}" for r in episode.evidence.records if r.title == title]
+        blocks.append(f"## {title}\n" + "\n".join(lines))
+    return "\n\n".join(blocks)
 
 
 def read_paragraphs(episode: Episode) -> list[tuple[str, int]]:

@@ -1,14 +1,13 @@
 """Typed DSPy signatures, one per LM decision."""
 
-from signatures.direct_turn import DirectAction, DirectTurn, ReActTurn, ReflexionTurn
+from signatures.direct_turn import DirectAction, DirectTurn, ReflexionTurn
 from signatures.eir_turn import EIRAction, EIRTurn
 from signatures.final_answer import FinalAnswer
 from signatures.reflect import Reflect
 from signatures.select_reads import MaybeSelectMoreReads, SelectMoreReads
-from signatures.search_turns import DirectSearchTurn, EIRSearchTurn, ReActSearchTurn, ReflexionSearchTurn
-from signatures.ssr import (DecomposeProposal, DecomposeSearchProposal, RefineSearchStep, RefineStep, VerifySearchStep,
-                            VerifyStep)
+from signatures.search_turns import DirectSearchTurn, EIRSearchTurn, ReflexionSearchTurn
+from signatures.ssr import DecomposeProposal, RefineSearchStep, RefineStep, VerifySearchStep, VerifyStep
 
-__all__ = ["DecomposeProposal", "DecomposeSearchProposal", "DirectAction", "DirectSearchTurn", "DirectTurn", "EIRAction", "EIRSearchTurn",
-           "EIRTurn", "FinalAnswer", "MaybeSelectMoreReads", "ReActSearchTurn", "ReActTurn", "Reflect", "ReflexionSearchTurn", "ReflexionTurn", "RefineSearchStep", "RefineStep", "SelectMoreReads",
-           "VerifySearchStep", "VerifyStep"]
+__all__ = ["DecomposeProposal", "DirectAction", "DirectSearchTurn", "DirectTurn", "EIRAction", "EIRSearchTurn",
+           "EIRTurn", "FinalAnswer", "MaybeSelectMoreReads", "Reflect", "ReflexionSearchTurn", "ReflexionTurn",
+           "RefineSearchStep", "RefineStep", "SelectMoreReads", "VerifySearchStep", "VerifyStep"]

@@ -1,8 +1,8 @@
 """Direct's per-turn decision (ReAct-style): a short thought, then read a title or submit.
 
 Direct sees what EIR's turn sees minus the two lists (the paper, B.1 and B.3): the question, the
-unread titles and the last result. SSR's proposer and Reflexion's trials keep the ReAct turn over
-the whole trajectory (`ReActTurn`)."""
+unread titles and the last result. SSR proposes with this same turn (its additions are separate
+calls, signatures/ssr.py); Reflexion's trials use it plus the reflections (`ReflexionTurn`)."""
 
 from __future__ import annotations
 
@@ -39,19 +39,8 @@ class DirectTurn(dspy.Signature):
 DirectTurn = DirectTurn.with_instructions(_INSTRUCTIONS)
 
 
-class ReActTurn(dspy.Signature):
-    # SSR's proposer (and Reflexion's base): all titles and every earlier turn.
-    question: str = dspy.InputField()
-    titles: str = dspy.InputField(desc="the paragraphs in the pool")
-    trajectory: str = dspy.InputField(desc="your earlier turns: thought, action, result")
-    thought: str = dspy.OutputField()
-    action: DirectAction = dspy.OutputField()
-
-
-ReActTurn = ReActTurn.with_instructions(_INSTRUCTIONS)
-
-# Reflexion's trials are ReAct trajectories that also see the reflections of earlier failed trials.
-# Inserted before the trajectory so the prompt prefix stays the same within a trial.
-ReflexionTurn = ReActTurn.insert(
-    2, "reflections", dspy.InputField(desc="lessons from your earlier failed attempts at this question"), type_=str,
+# Reflexion's trials: Direct's turn plus the reflections written after earlier failed trials (B.3).
+# Inserted right after the question: it does not change within a trial, so the prompt prefix stays stable.
+ReflexionTurn = DirectTurn.insert(
+    1, "reflections", dspy.InputField(desc="lessons from your earlier failed attempts at this question"), type_=str,
 ).append_instructions("Use the reflections on your earlier attempts to avoid repeating their mistakes.")

@@ -8,6 +8,7 @@ become enums of the titles that are really there, lists and strings get small ca
 from __future__ import annotations
 
 from eir_dspy.lm.decoding import strict_grammar
+from signatures.search_turns import PLAN_FIELDS
 
 _TEXT = {"type": "string", "maxLength": 200}
 _ID = {"anyOf": [{"type": "string", "maxLength": 8}, {"type": "null"}]}
@@ -167,10 +168,12 @@ def _citing_submit(read: list[tuple[str, int]]) -> dict:
             "required": ["kind", "answer", "citations"]}
 
 
-def _with_thought(action: dict) -> dict:
+def _with_thought(action: dict, plan: tuple[str, ...] = ()) -> dict:
     # The thought is generated every turn; at ~11 tok/s locally, 150 characters keep it to a few seconds.
-    return {"type": "object", "properties": {"thought": {"type": "string", "maxLength": 150}, "action": action},
-            "required": ["thought", "action"]}
+    # `plan`: text fields written between the thought and the action (Direct's corpus turn), shorter still.
+    properties = {"thought": {"type": "string", "maxLength": 150},
+                  **{name: {"type": "string", "maxLength": 100} for name in plan}, "action": action}
+    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 def direct_turn_schema(unread_titles: list[str], read: list[tuple[str, int]], can_read: bool) -> dict:
@@ -178,8 +181,11 @@ def direct_turn_schema(unread_titles: list[str], read: list[tuple[str, int]], ca
 
 
 def direct_search_turn_schema(unread_ids: list[str], read: list[tuple[str, int]], can_read: bool,
-                              last_turn: bool) -> dict:
-    return _with_thought(search_choices(unread_ids, can_read, last_turn, _citing_submit(read)))
+                              last_turn: bool, plan: bool = True) -> dict:
+    """Direct's corpus turn (with its plan fields, signatures.search_turns.PLAN_FIELDS, in the
+    signature's order); `plan=False`: SSR's corpus refinement, a thought and an action only."""
+    return _with_thought(search_choices(unread_ids, can_read, last_turn, _citing_submit(read)),
+                         PLAN_FIELDS if plan else ())
 
 
 def decompose_schema() -> dict:

@@ -48,38 +48,35 @@ EIRSearchTurn = EIRSearchTurn.with_instructions(
 
 _DIRECT_INSTRUCTIONS = (
     "Answer a multi-hop question by searching a Wikipedia corpus and reading paragraphs, one action per turn.\n"
-    "Think briefly: what do you know, what is missing? Then act. Each action should establish one missing fact:\n"
-    "search with a few keywords (expected result: up to ten titles with paragraph ids), read one found id\n"
-    "(expected result: that paragraph's sentences), or submit the shortest correct answer (an entity, date,\n"
-    "number, or yes/no) citing the sentences it rests on by paragraph title and sentence index.\n"
-    "Progress is judged by whether the facts the question needs are in paragraphs you have read; submit once they are."
+    "Think briefly: what do you know, what is missing? Then say what your next action should establish, what you\n"
+    "expect it to return, and how you will judge whether it moved you closer to the answer. Then act: search with\n"
+    "a few keywords, read one found paragraph id, or submit the shortest correct answer (an entity, date, number,\n"
+    "or yes/no) citing the sentences it rests on by paragraph title and sentence index."
 )
+
+# What Direct's corpus turn writes about its action before the action itself (the paper, B.3), in order.
+PLAN_FIELDS = ("establish", "expected_result", "progress")
 
 
 class DirectSearchTurn(dspy.Signature):
-    # EIRSearchTurn's inputs in its order, without requirements and conclusions (as DirectTurn in the pool).
+    # EIRSearchTurn's inputs in its order, without requirements and conclusions (as DirectTurn in the
+    # pool), plus the two paragraphs read most recently (B.3: only Direct's corpus prompt has them).
     question: str = dspy.InputField()
     search_results: str = dspy.InputField(desc="paragraphs your searches found, as id | title")
+    recent_paragraphs: str = dspy.InputField(desc="the two paragraphs you read most recently")
     last_result: str = dspy.InputField(desc="what your last action returned, or why it was rejected")
     thought: str = dspy.OutputField()
+    establish: str = dspy.OutputField(desc="the fact your action should establish")
+    expected_result: str = dspy.OutputField(desc="what you expect the action to return")
+    progress: str = dspy.OutputField(desc="how you will judge whether the result brought you closer to the answer")
     action: CitingSearchAction = dspy.OutputField()
 
 
 DirectSearchTurn = DirectSearchTurn.with_instructions(_DIRECT_INSTRUCTIONS)
+assert tuple(DirectSearchTurn.output_fields)[1:-1] == PLAN_FIELDS
 
-
-class ReActSearchTurn(dspy.Signature):
-    # SSR's proposer (and Reflexion's base): a compact trajectory and the two latest paragraphs.
-    question: str = dspy.InputField()
-    trajectory: str = dspy.InputField(desc="your earlier turns: thought, action, result")
-    recent_paragraphs: str = dspy.InputField(desc="the two paragraphs you read most recently")
-    thought: str = dspy.OutputField()
-    action: CitingSearchAction = dspy.OutputField()
-
-
-ReActSearchTurn = ReActSearchTurn.with_instructions(_DIRECT_INSTRUCTIONS)
-
-# Reflexion in the corpus setting: reflections go before the trajectory (stable prompt prefix).
-ReflexionSearchTurn = ReActSearchTurn.insert(
+# Reflexion in the corpus setting: Direct's corpus turn plus the reflections, right after the question
+# (as ReflexionTurn in the pool). SSR proposes with DirectSearchTurn itself.
+ReflexionSearchTurn = DirectSearchTurn.insert(
     1, "reflections", dspy.InputField(desc="lessons from your earlier failed attempts at this question"), type_=str,
 ).append_instructions("Use the reflections on your earlier attempts to avoid repeating their mistakes.")

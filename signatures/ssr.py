@@ -1,4 +1,11 @@
-"""Agentic SSR's three extra decisions: decompose a proposal, judge one step, refine one step."""
+"""Agentic SSR's three extra decisions: decompose a proposal, judge one step, refine one step.
+
+The proposal itself is Direct's turn (the paper, B.3: SSR adds verification and refinement calls to
+Direct's inputs). What these three calls see besides the proposal is a choice (D.1 does not say):
+the question, the sentences the agent has read in this trial (what a step's facts are checked
+against), and, where an action may be corrected or rewritten, what can be acted on now (the unread
+titles; in the corpus setting the search results). No earlier thoughts or actions.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,9 @@ from signatures.search_turns import CitingSearchAction
 
 STEPS = ("facts", "justification", "action")
 
+_EVIDENCE = dspy.InputField(desc="the sentences the agent has read so far, grouped by paragraph title, "
+                                 "each labelled [sentence index]")
+
 
 class DecomposeProposal(dspy.Signature):
     """Break the proposed action of a question-answering agent into three steps:
@@ -19,7 +29,7 @@ class DecomposeProposal(dspy.Signature):
     action: the action to execute, restated."""
 
     question: str = dspy.InputField()
-    trajectory: str = dspy.InputField(desc="the agent's earlier turns: thought, action, result")
+    evidence: str = _EVIDENCE
     proposal: str = dspy.InputField(desc="the agent's thought and proposed action")
     facts: str = dspy.OutputField()
     justification: str = dspy.OutputField()
@@ -29,10 +39,12 @@ class DecomposeProposal(dspy.Signature):
 class VerifyStep(dspy.Signature):
     """Check one step of a question-answering agent's reasoning against the paragraphs it has read.
     Accept a correct step. Reject a wrong one and write the corrected step: for the action step,
-    `read: <title>` or `submit: <answer>`. Give your confidence in your verdict, from 0 to 1."""
+    `read: <title>` (one of the unread titles) or `submit: <answer>`. Give your confidence in your
+    verdict, from 0 to 1."""
 
     question: str = dspy.InputField()
-    trajectory: str = dspy.InputField(desc="the agent's earlier turns: thought, action, result")
+    evidence: str = _EVIDENCE
+    unread_titles: str = dspy.InputField(desc="paragraphs the agent can still read")
     steps: str = dspy.InputField(desc="the agent's facts, justification and action")
     step: str = dspy.InputField(desc="the step to check")
     verdict: Literal["accept", "reject"] = dspy.OutputField()
@@ -46,8 +58,8 @@ class RefineStep(dspy.Signature):
     shortest correct answer citing the sentences it rests on."""
 
     question: str = dspy.InputField()
-    titles: str = dspy.InputField(desc="the paragraphs in the pool")
-    trajectory: str = dspy.InputField(desc="the agent's earlier turns: thought, action, result")
+    evidence: str = _EVIDENCE
+    unread_titles: str = dspy.InputField(desc="paragraphs the agent can still read")
     steps: str = dspy.InputField(desc="the agent's facts, justification and action")
     step: str = dspy.InputField(desc="the step to rewrite")
     correction: str = dspy.InputField(desc="the verifiers' agreed correction")
@@ -55,22 +67,22 @@ class RefineStep(dspy.Signature):
     action: DirectAction = dspy.OutputField()
 
 
-# The corpus setting: the same three decisions, with search among the actions and the two most
-# recently read paragraphs shown (the trajectory there carries only one-line read results).
-_RECENT = dspy.InputField(desc="the two paragraphs the agent read most recently")
+# The corpus setting: the same decisions with search among the actions, and the search results in
+# place of the unread titles. Decomposing a proposal needs nothing setting-specific (DecomposeProposal).
+_FOUND = dspy.InputField(desc="paragraphs the agent's searches found, as id | title")
 
-DecomposeSearchProposal = DecomposeProposal.insert(2, "recent_paragraphs", _RECENT, type_=str)
-
-VerifySearchStep = VerifyStep.insert(2, "recent_paragraphs", _RECENT, type_=str).with_instructions(
-    "Check one step of a question-answering agent's reasoning against the paragraphs it has read.\n"
-    "Accept a correct step. Reject a wrong one and write the corrected step: for the action step,\n"
-    "`search: <keywords>`, `read: <paragraph id>` or `submit: <answer>`. Give your confidence in your verdict, from 0 to 1."
+VerifySearchStep = (
+    VerifyStep.delete("unread_titles")
+    .insert(2, "search_results", _FOUND, type_=str)
+    .with_instructions(
+        "Check one step of a question-answering agent's reasoning against the paragraphs it has read.\n"
+        "Accept a correct step. Reject a wrong one and write the corrected step: for the action step,\n"
+        "`search: <keywords>`, `read: <paragraph id>` or `submit: <answer>`. Give your confidence in your verdict, from 0 to 1.")
 )
 
 RefineSearchStep = (
-    RefineStep.delete("titles")
-    .insert(1, "search_results", dspy.InputField(desc="paragraphs the agent's searches found, as id | title"), type_=str)
-    .insert(3, "recent_paragraphs", _RECENT, type_=str)
+    RefineStep.delete("unread_titles")
+    .insert(2, "search_results", _FOUND, type_=str)
     .with_updated_fields("action", type_=CitingSearchAction)
     .with_instructions(
         "A verifier found a wrong step in a question-answering agent's reasoning. Rewrite it using the\n"

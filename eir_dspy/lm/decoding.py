@@ -16,6 +16,7 @@ to build their per-call schema. The adapter also applies the calling method's ac
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import dspy
@@ -24,6 +25,7 @@ from dspy.adapters.json_adapter import _get_structured_outputs_response_format
 from dspy.utils.exceptions import AdapterParseError
 
 from eir_dspy.acceptance import JSON_ONLY, current_acceptance, json_only_problem
+from eir_dspy.state import LIST_UPDATE_TYPES, read_updates
 
 DECODINGS = ("strict", "schema", "free")
 # The embedded model's default, chosen by measurement (docs/lm.md, "Decoding"): the most faithful
@@ -51,7 +53,13 @@ class DecodingAdapter(dspy.JSONAdapter):
     def parse(self, signature, completion):
         if current_acceptance() == JSON_ONLY and (problem := json_only_problem(completion)):
             raise RefusedOutput(type(self).__name__, signature, completion, *problem)
-        return super().parse(signature, completion)
+        lists = {name: f.annotation for name, f in signature.output_fields.items() if f.annotation in LIST_UPDATE_TYPES}
+        if not lists:
+            return super().parse(signature, completion)
+        # EIR's list updates: read as given here, then validated by eir_dspy.state, so that a malformed
+        # list is an invalid update (the policy's rule decides the turn), never an unusable output.
+        fields = super().parse(_unvalidated(signature, tuple(lists)), completion)
+        return {**fields, **{name: read_updates(fields[name], annotation) for name, annotation in lists.items()}}
 
     # JSONAdapter's __call__/acall choose a response_format from the LM's capabilities, then run
     # ChatAdapter's; here the decoding mode chooses it instead (DSPy's own choice is skipped).
@@ -75,6 +83,14 @@ class DecodingAdapter(dspy.JSONAdapter):
         except (ValueError, pydantic.PydanticInvalidForJsonSchema, pydantic.PydanticSchemaGenerationError):
             logger.warning("no JSON schema for %s; decoding it in JSON mode", signature.__name__)
             lm_kwargs["response_format"] = {"type": "json_object"}
+
+
+@functools.lru_cache(maxsize=64)
+def _unvalidated(signature, names: tuple[str, ...]):
+    """`signature` with the fields `names` taken as whatever JSON value the output holds."""
+    for name in names:
+        signature = signature.with_updated_fields(name, type_=object)
+    return signature
 
 
 class RefusedOutput(AdapterParseError):

@@ -25,6 +25,15 @@ NAME = "calls-after-support"
 PAPER = "Table 21"
 SUMMARY = "LM calls made after every annotated supporting paragraph was first read, by call type"
 
+RULE = "within one trial"  # Reflexion's support: one trial must read every paragraph (Table 21's caption)
+NOTE = ("n: the questions analysed (not raised, with annotated support). Support read: questions on which one "
+        "episode read every annotated supporting paragraph; for Reflexion, at least one trial read all of them "
+        "itself (each trial starts with nothing read, so a paragraph read only in an earlier trial does not count); "
+        "never read: the others. Calls after/q and the per-role columns: mean calls made after the turn whose read "
+        "completed the support (that turn's own action call excluded; for Reflexion, in the first trial that "
+        "completed it: the rest of that trial, its reflection and every later trial), over the questions with "
+        "support read. % of calls: those calls as a share of all calls of the questions analysed.")
+
 ROLES = ("action", "final", "reflect", "decompose", "verify", "refine", "repair", "refresh", "select")
 
 
@@ -49,7 +58,7 @@ def calls_after_support(record: dict | QuestionRecord, trials: list[list[dict]])
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
-    report = Report()
+    report = Report(params={"reflexion_support": RULE})
     report.notes += corpus_note("Table 21", runs)
     results = []  # (run, key, questions analysed, after-support counters, total calls)
     taken: set[str] = set()
@@ -91,9 +100,5 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
             *(f"{r}/q" for r in roles), "% of calls"]
     report.tables["table21_calls_after_support.md"] = (
         "# Table 21: LM calls made after every supporting paragraph was first read\n\n" + markdown(head, rows)
-        + "\n\nn: the questions analysed (not raised, with annotated support). Support read: questions on which "
-        "every annotated supporting paragraph was read (Reflexion: over its "
-        "trials, a paragraph read in an earlier trial counting as read); never read: the others. Calls after/q and "
-        "the per-role columns: mean calls after support was complete, over the questions with support read. "
-        "% of calls: those calls as a share of all calls of the questions analysed.\n")
+        + "\n\n" + NOTE + "\n")
     return report

@@ -9,6 +9,14 @@ An output is unreadable when it could not be read in the method's required answe
 - methods with a final answer call (EIR, Full Pool): the final call's output failed to parse.
 Questions that raised before an output was recorded are counted apart and are neither.
 
+Two choices, named in the output (params `counting` and `json_only_fences`, and the table's note):
+- counting: C.2 gives a share of each method's "responses" without saying which. The main share is
+  per question, of the output the method is scored on (above); beside it, the share per output: every
+  action turn's output (all of Reflexion's trials) plus, for EIR and Full Pool, the final call's.
+- fences: H.4 says Direct and Reflexion accept only JSON, and is silent on a Markdown code fence
+  around the object. The runs read such a fence as text around the object (`not_json_only`, counted
+  here as unreadable): eir_dspy/acceptance.py's default reading.
+
 Per run: the unreadable share with a Wilson 95% interval. Then every EIR-family run against every
 other (non-EIR) run of the same column (dataset, LM, setting, decoding), re-compared on the shared
 questions where both outputs were readable: ΔF1 = EIR − baseline (paired bootstrap CI and p) and
@@ -20,6 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eir_dspy import rejection
+from eir_dspy.acceptance import DEFAULT_FENCE_READING, FENCE_READING_TEXT
 from eval.analyze.report import Context, Report
 from eval.compare.pairs import records_by_id
 from eval.formatting import fmt_p, markdown, pct
@@ -34,6 +43,9 @@ SUMMARY = "outputs unreadable in the answer format per method, and EIR re-compar
 UNPARSEABLE = frozenset({"not_json", rejection.NOT_JSON_ONLY, "missing_field", "wrong_type", "unusable",
                          rejection.NO_ACTION})
 READABLE, UNREADABLE, FAILED = "readable", "unreadable", "failed"
+COUNTING = ("per question: the output the method is scored on (a submit method's last turn when no submit was "
+            "accepted, a final-call method's final call); per output beside it: every action turn plus the final call")
+FENCES = f"{DEFAULT_FENCE_READING}: {FENCE_READING_TEXT[DEFAULT_FENCE_READING]}"
 
 
 def status(record: dict | QuestionRecord) -> str | None:
@@ -57,12 +69,26 @@ def status(record: dict | QuestionRecord) -> str | None:
     return READABLE
 
 
+def outputs(record: dict | QuestionRecord) -> tuple[int, int]:
+    """(unparseable outputs, outputs) of a question: every action turn's output (each of Reflexion's trials)
+    and, for EIR and Full Pool, the final call's. (0, 0) for a record that holds none."""
+    record = from_legacy(record)
+    trajectory = record.trajectory
+    if record.error or trajectory is None:
+        return 0, 0
+    turns = [t for episode in trajectory.episodes() or () for t in episode]
+    bad = sum(not t["accepted"] and t["rejection_cause"] in UNPARSEABLE for t in turns)
+    if trajectory.final_parsed is not None:
+        return bad + (not trajectory.final_parsed), len(turns) + 1
+    return bad, len(turns)
+
+
 def is_eir(run: LoggedRun) -> bool:
     return run.label.startswith("eir")
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
-    report = Report()
+    report = Report(params={"counting": COUNTING, "json_only_fences": FENCES})
     statuses: dict[str, dict[str, str]] = {}  # run id -> question id -> status
     rows, keys = [], {}
     for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
@@ -80,18 +106,26 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         keys[run.run_id] = key = _key(run, keys.values())
         failed = sum(s == FAILED for s in found.values())
         share = proportion(sum(s == UNREADABLE for s in found.values()), len(found) - failed)
+        bad, made = (sum(x) for x in zip(*(outputs(r) for r in records))) if records else (0, 0)
+        per_output = bad / made if made else float("nan")
         rows.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(len(found)), str(failed),
-                     str(share.k), pct(share.share), f"[{pct(share.low)}, {pct(share.high)}]"])
+                     str(share.k), pct(share.share), f"[{pct(share.low)}, {pct(share.high)}]",
+                     f"{bad} / {made}", pct(per_output)])
         report.metrics.update({f"unreadable/{key}": share.k, f"unreadable_share/{key}": share.share,
-                               f"failed/{key}": failed})
-    head = ["method", "dataset", "LM", "n", "failed", "unreadable", "unreadable %", "95% CI (Wilson)"]
+                               f"failed/{key}": failed, f"unparseable_outputs/{key}": bad, f"outputs/{key}": made,
+                               f"unparseable_output_share/{key}": per_output})
+    head = ["method", "dataset", "LM", "n", "failed", "unreadable", "unreadable %", "95% CI (Wilson)",
+            "unparseable outputs / outputs", "% of outputs"]
     report.tables["c2_parse_failures.md"] = (
         "# C.2: outputs that could not be read in the required answer format\n\n" + markdown(head, rows) + "\n\n"
         "Unreadable: submit methods (Direct, SSR, Reflexion's last trial) ended with no accepted submit after a "
         "last turn whose output could not be parsed (not JSON, text around the JSON object, missing field, wrong "
         "type, no action, unusable); "
         "EIR and Full Pool: the final call's output could not be parsed. *failed*: raised before an output was "
-        "recorded; the share is of the other questions.\n")
+        "recorded; the share is of the other questions. Counting (a choice: C.2 does not say what a 'response' is): "
+        "the unreadable share is per question, of the output the method is scored on; 'unparseable outputs / "
+        "outputs' counts every action turn's output (all trials) plus the final call's, for the other reading. "
+        f"Code fences (a choice: H.4 is silent): {FENCES}.\n")
     report.tables["c2_readable_comparison.md"] = _comparisons(
         [r for r in runs if r.run_id in statuses], statuses, keys, context, report)
     return report

@@ -56,11 +56,14 @@ def incomplete_errors(run: LoggedRun) -> list[QuestionRecord]:
     return [r for r in em_errors(require_fields(run, "evidence")) if missing_gold(r) > 0]
 
 
-def run_step(step: str, run: LoggedRun, records: list[QuestionRecord], work: Work, context: Context) -> dict[str, dict]:
-    """`work` on each record not yet in the step's call log, appending each result as it finishes."""
+def run_step(step: str, run: LoggedRun, records: list[QuestionRecord], work: Work, context: Context,
+             current: Callable[[dict], bool] | None = None) -> dict[str, dict]:
+    """`work` on each record not yet in the step's call log, appending each result as it finishes.
+    `current(entry)`: False for a logged entry made under an earlier rule of the step, which is run
+    again (its new line replaces it)."""
     log = ResultsFile(context.out / "call_logs" / run.run_id / f"{step}.jsonl")
     done = log.load()
-    todo = [r for r in records if r.id not in done]
+    todo = [r for r in records if r.id not in done or (current is not None and not current(done[r.id]))]
     if not todo:
         return done
     questions = questions_of(run, context.data)

@@ -1,12 +1,19 @@
-"""Tables 5 and 8: does EIR find the supporting facts better than the agents it is compared with?
+"""Tables 5 and 8: EIR's Exact Match and supporting facts against the agents it is compared with.
 
-Per (dataset, LM) column: Support F1 of EIR − Direct (Table 5) and of EIR − each agent of Table 8
-(Agentic SSR, oracle-stopped Reflexion, Reflexion's first trial), paired by question id, each with a
-paired bootstrap interval and p, and Support EM of both with exact McNemar. Table 8's p-values are
-Holm-adjusted per baseline over its columns (the paper's six dataset × LM columns; here every column
-with both runs). Runs are told apart by their method label (a corpus run's `_corpus` and a decoding
-suffix aside: the setting is part of the column); an EIR ablation is not EIR. One run per label and
-column: the newest, the others named in the notes.
+Per (dataset, LM) column, paired by question id:
+- Table 5 (C.1), EIR − Direct: answer Exact Match (the record's `em`, the benchmark's normalized
+  match) of both with the exact two-sided McNemar test on the questions only one answers exactly
+  (the EM test of 4.4, as in D.3/Table 7), and Support F1 with a paired bootstrap interval and p.
+- Table 8 (D.4), EIR − each agent (Agentic SSR, oracle-stopped Reflexion, Reflexion's first trial):
+  Support F1 with a paired bootstrap interval, p Holm-adjusted per baseline over its columns (the
+  paper's six dataset × LM columns; here every column with both runs). Answer EM against these agents
+  is Table 7's (eval.compare).
+Both tables add Support EM (every supporting sentence cited, nothing else: the record's `sp_em`) of
+both runs with its own exact McNemar test, as an extra beside the paper's columns.
+
+Runs are told apart by their method label (a corpus run's `_corpus` and a decoding suffix aside: the
+setting is part of the column); an EIR ablation is not EIR. One run per label and column: the newest,
+the others named in the notes.
 """
 
 from __future__ import annotations
@@ -22,16 +29,19 @@ from eval.scoring.stats import holm, mcnemar_exact, paired_bootstrap
 
 NAME = "support"
 PAPER = "Tables 5, 8"
-SUMMARY = ("Support F1 and EM of EIR − Direct (Table 5) and EIR − SSR, oracle and first-trial Reflexion (Table 8) "
-           "per column, paired bootstrap and McNemar (Holm for Table 8)")
+SUMMARY = ("answer EM (McNemar) and Support F1 (bootstrap) of EIR − Direct (Table 5); Support F1 of EIR − SSR, "
+           "oracle and first-trial Reflexion (Table 8, Holm); Support EM (McNemar) beside both")
 
 EIR, DIRECT, SSR, REFLEXION, FIRST = "eir", "direct", "ssr", "reflexion_oracle", "reflexion_first"
-# file, title, the baselines compared with EIR, whether p is Holm-adjusted (per baseline over its columns)
-TABLES = [("table5_support_eir_vs_direct.md", "Table 5: Support F1 and EM, EIR − Direct", (DIRECT,), False),
-          ("table8_support_eir_vs_agents.md", "Table 8: Support F1 and EM, EIR − Agentic SSR and Reflexion",
-           (SSR, REFLEXION, FIRST), True)]
-BASELINES = tuple(b for *_, baselines, _ in TABLES for b in baselines)
-EM_KEY = "sp_em"  # the tables' EM: Support EM (every supporting sentence cited, nothing else)
+# file, title, the baselines compared with EIR, whether p is Holm-adjusted (per baseline over its columns),
+# whether the table has the answer EM columns (Table 5's EM; Table 8 reports Support F1 only)
+TABLES = [("table5_support_eir_vs_direct.md", "Table 5: Exact Match and Support F1, EIR − Direct", (DIRECT,), False,
+           True),
+          ("table8_support_eir_vs_agents.md", "Table 8: Support F1, EIR − Agentic SSR and Reflexion",
+           (SSR, REFLEXION, FIRST), True, False)]
+BASELINES = tuple(b for _, _, baselines, _, _ in TABLES for b in baselines)
+EM_KEY = "em"  # Table 5's EM: answer Exact Match after the benchmark's normalization (C.1, 4.4)
+SUPPORT_EM_KEY = "sp_em"  # the extra column: Support EM (every supporting sentence cited, nothing else)
 
 Column = tuple[str, str, str]  # (setting, dataset, LM)
 
@@ -87,7 +97,9 @@ def compare(eir: LoggedRun, other: LoggedRun, context: Context, notes: list[str]
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
-    report = Report(params={"table8_holm_family": "per baseline, over its dataset × LM columns", "em": EM_KEY})
+    report = Report(params={"table8_holm_family": "per baseline, over its dataset × LM columns",
+                            "em": f"answer Exact Match (record {EM_KEY}), exact two-sided McNemar",
+                            "support_em": f"Support EM (record {SUPPORT_EM_KEY}), an extra column, exact McNemar"})
     placed = place(runs, report.notes)
     if not any(label == EIR for label, _ in placed):
         raise SelectionError("the support tables compare EIR with its baselines; no EIR run among the selected runs")
@@ -97,15 +109,17 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     rows = []
     for (label, column), run in sorted(placed.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         mean = 100 * sum(r.support_f1 for r in run.question_records) / len(run.records)
-        em = _em_mean(run.question_records)
-        rows.append([column_name(column), label, run.run_id, str(len(run.records)), f"{mean:.1f}", number(em)])
+        em, sp_em = _mean(run.question_records, EM_KEY), _mean(run.question_records, SUPPORT_EM_KEY)
+        rows.append([column_name(column), label, run.run_id, str(len(run.records)), number(em), f"{mean:.1f}",
+                     number(sp_em)])
+        report.metrics[f"em/{label}/{'/'.join(column)}"] = em
         report.metrics[f"support_f1/{label}/{'/'.join(column)}"] = mean
-        report.metrics[f"support_em/{label}/{'/'.join(column)}"] = em
+        report.metrics[f"support_em/{label}/{'/'.join(column)}"] = sp_em
         report.metrics[f"n/{label}/{'/'.join(column)}"] = len(run.records)
-    report.tables["support_f1_runs.md"] = ("# Support F1 and EM of each run\n\n" + markdown(
-        ["column", "method", "run", "n", "Support F1", "Support EM"], rows) + "\n")
+    report.tables["support_f1_runs.md"] = ("# Exact Match, Support F1 and Support EM of each run\n\n" + markdown(
+        ["column", "method", "run", "n", "EM", "Support F1", "Support EM"], rows) + "\n")
 
-    for file, title, baselines, adjust in TABLES:
+    for file, title, baselines, adjust, with_em in TABLES:
         rows = []
         for other in baselines:
             results = {}  # column -> (ids, bootstrap)
@@ -120,47 +134,64 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
                 if found:
                     results[column] = found
             adjusted = holm({"/".join(c): b.p for c, (_, b) in results.items()}, context.alpha) if adjust else {}
-            rows += [_row(column, other, ids, b, adjusted.get("/".join(column)), placed, report)
+            rows += [_row(column, other, ids, b, adjusted.get("/".join(column)), with_em, placed, report)
                      for column, (ids, b) in results.items()]
-        head = ["column", "baseline", "n", "EIR", "baseline SF1", "Δ EIR − baseline [95% CI]", "p"]
+        head = ["column", "baseline", "n"]
+        if with_em:
+            head += ["EIR EM", "baseline EM", "EM b / c", "EM McNemar p"]
+        head += ["EIR SF1", "baseline SF1", "Δ SF1 EIR − baseline [95% CI]", "p"]
         if adjust:
             head += ["p Holm", f"significant (α {context.alpha})"]
-        head += ["EIR Support EM", "baseline Support EM", "EM b / c", "McNemar p"]
+        head += ["EIR Support EM", "baseline Support EM", "Support EM b / c", "Support EM McNemar p"]
+        em_text = ("EM: answer Exact Match after the benchmark's normalization (C.1), exact two-sided McNemar, "
+                   "b = only the baseline exact, c = only EIR exact. " if with_em else
+                   "Answer EM against these agents is Table 7's (eval.compare). ")
         holm_text = (" p Holm: Holm over each baseline's comparisons in this table (one per column)." if adjust else "")
         report.tables[file] = (
             f"# {title}\n\n" + (markdown(head, rows) if rows else "No column has both runs.") + "\n\n"
-            "Support F1 and Support EM (0-100) on the questions both runs answered, paired by id; Δ Support F1 with "
-            f"a paired bootstrap interval and two-sided p ({context.resamples} resamples, seed {context.seed})."
-            f"{holm_text} "
-            "Support EM: exact McNemar, b = only the baseline exact, c = only EIR exact.\n")
+            "Scores 0-100 on the questions both runs answered, paired by id. " + em_text +
+            "SF1: Support F1; Δ SF1 with a paired bootstrap interval and two-sided p "
+            f"({context.resamples} resamples, seed {context.seed}).{holm_text} "
+            "Support EM (every supporting sentence cited, nothing else): an extra beside the paper's columns, with "
+            "its own exact McNemar test (b, c as for EM).\n")
     return report
 
 
-def _row(column: Column, other: str, ids, b, holm_p, placed, report: Report) -> list[str]:
+def _row(column: Column, other: str, ids, b, holm_p, with_em: bool, placed, report: Report) -> list[str]:
     eir_by, base_by = records_by_id(placed[EIR, column]), records_by_id(placed[other, column])
+    key = f"eir_minus_{other}/{'/'.join(column)}"
+    row = [column_name(column), other, str(len(ids))]
+    if with_em:
+        row += _em_cells("em", EM_KEY, [eir_by[i] for i in ids], [base_by[i] for i in ids], key, column, other, report)
     eir_mean = 100 * sum(eir_by[i].support_f1 for i in ids) / len(ids)
     base_mean = 100 * sum(base_by[i].support_f1 for i in ids) / len(ids)
-    row = [column_name(column), other, str(len(ids)), f"{eir_mean:.1f}", f"{base_mean:.1f}",
-           f"{b.diff:+.1f} [{b.low:+.1f}, {b.high:+.1f}]", fmt_p(b.p)]
-    key = f"eir_minus_{other}/{'/'.join(column)}"
+    row += [f"{eir_mean:.1f}", f"{base_mean:.1f}", f"{b.diff:+.1f} [{b.low:+.1f}, {b.high:+.1f}]", fmt_p(b.p)]
     report.metrics.update({f"diff/{key}": b.diff, f"ci_low/{key}": b.low, f"ci_high/{key}": b.high,
                            f"p/{key}": b.p, f"n/{key}": len(ids)})
     if holm_p is not None:
         row += [fmt_p(holm_p.adjusted), "yes" if holm_p.significant else "no"]
         report.metrics[f"p_holm/{key}"] = holm_p.adjusted
-    eir_em = [eir_by[i].sp_em for i in ids]
-    base_em = [base_by[i].sp_em for i in ids]
-    if None in eir_em or None in base_em:  # records written before Support EM was recorded
-        report.notes.append(f"{column_name(column)}: EIR or {other} records lack {EM_KEY}; no Support EM compared")
-        return row + ["–"] * 4
-    em = mcnemar_exact([x >= 1 for x in base_em], [x >= 1 for x in eir_em])
-    report.metrics.update({f"support_em_eir/{key}": 100 * sum(eir_em) / len(ids),
-                           f"support_em_other/{key}": 100 * sum(base_em) / len(ids),
-                           f"mcnemar_b/{key}": em.b, f"mcnemar_c/{key}": em.c, f"mcnemar_p/{key}": em.p})
-    return row + [f"{100 * sum(eir_em) / len(ids):.1f}", f"{100 * sum(base_em) / len(ids):.1f}", f"{em.b} / {em.c}",
-                  fmt_p(em.p)]
+    return row + _em_cells("support_em", SUPPORT_EM_KEY, [eir_by[i] for i in ids], [base_by[i] for i in ids], key,
+                           column, other, report)
 
 
-def _em_mean(records: tuple[QuestionRecord, ...]) -> float:
-    values = [r.sp_em for r in records]
+def _em_cells(name: str, field: str, eir: list[QuestionRecord], base: list[QuestionRecord], key: str,
+              column: Column, other: str, report: Report) -> list[str]:
+    """Both runs' mean of a 0/1 score (`field`) and the exact McNemar test on the questions only one gets
+    (b = only the baseline, c = only EIR), as table cells; metrics `{name}_eir`, `{name}_other`,
+    `{name}_mcnemar_b/c/p`."""
+    eir_x, base_x = [getattr(r, field) for r in eir], [getattr(r, field) for r in base]
+    if None in eir_x or None in base_x:  # records written before the score was recorded
+        report.notes.append(f"{column_name(column)}: EIR or {other} records lack {field}; no {name} compared")
+        return ["–"] * 4
+    test = mcnemar_exact([x >= 1 for x in base_x], [x >= 1 for x in eir_x])
+    eir_mean, base_mean = 100 * sum(eir_x) / len(eir_x), 100 * sum(base_x) / len(base_x)
+    report.metrics.update({f"{name}_eir/{key}": eir_mean, f"{name}_other/{key}": base_mean,
+                           f"{name}_mcnemar_b/{key}": test.b, f"{name}_mcnemar_c/{key}": test.c,
+                           f"{name}_mcnemar_p/{key}": test.p})
+    return [f"{eir_mean:.1f}", f"{base_mean:.1f}", f"{test.b} / {test.c}", fmt_p(test.p)]
+
+
+def _mean(records: tuple[QuestionRecord, ...], field: str) -> float:
+    values = [getattr(r, field) for r in records]
     return float("nan") if None in values else 100 * sum(values) / len(values)

@@ -1,7 +1,8 @@
 """`python -m eval.compare`: the paper's tables, paired statistics and plots over eval.run's MLflow runs.
 
-Prints Table 1 (per dataset × LM: Answer F1 and calls/question, marked where a baseline is
-significantly below the reference after Holm), the pairwise statistics of every Holm family, Table 9
+Prints the warnings of any compared run that degenerated (eval.scoring.health), then Table 1 (per
+dataset × LM: Answer F1 and calls/question, marked where a baseline is significantly below the
+reference after Holm), the pairwise statistics of every Holm family, Table 9
 (averages and ratios to the reference), evidence availability and the ablation tables (10-14) whose
 family has comparisons; writes the plots; logs it all as one MLflow comparison run (markdown, CSV,
 PNG artifacts, and the numbers as metrics).
@@ -25,6 +26,7 @@ from eval.compare.error_analysis import Availability, availability_table, eviden
 from eval.compare.families import H_SWEEP, Family, FamilyError, checked, load_families, parse_cli_family
 from eval.runs.logged_runs import LoggedRun, SelectionError, select_runs
 from eval.compare.plots import evidence_bars, f1_em_vs_h, f1_vs_calls
+from eval.scoring.health import RunWarning, warnings_for
 from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 from eval.compare.tables import comparison_details, comparisons_csv, support_table, table1, table9
 
@@ -66,9 +68,31 @@ def families(args: argparse.Namespace) -> list[Family] | None:
     return checked(found, "--families / --family")
 
 
-def report(grid: ComparedRuns, availability: list[Availability]) -> dict[str, str]:
-    """Every text artifact of the comparison, by file name."""
+def degenerate_runs(grid: ComparedRuns) -> list[tuple[LoggedRun, list[RunWarning]]]:
+    """The compared runs whose behaviour makes their scores say little, with their warnings (the
+    reference first, then by method and column)."""
+    found = []
+    for key in sorted(grid.runs, key=lambda k: (grid.variants.index(k[0]), k[1])):
+        run = grid.runs[key]
+        warnings = warnings_for(run.name or run.method, run.question_records, method=run.config.method,
+                                max_tokens=run.config.lm.max_tokens)
+        if warnings:
+            found.append((run, warnings))
+    return found
+
+
+def degenerate_text(degenerate: list[tuple[LoggedRun, list[RunWarning]]]) -> str:
+    """degenerate_runs.md: one line per warning, under the run it is about."""
+    lines = [f"- {w.text} (run {run.run_id})" for run, warnings in degenerate for w in warnings]
+    return ("# Degenerate runs\n\nThese runs' scores say little about their method "
+            "(docs/experiments.md, Degenerate runs):\n\n" + "\n".join(lines) + "\n")
+
+
+def report(grid: ComparedRuns, availability: list[Availability],
+           degenerate: list[tuple[LoggedRun, list[RunWarning]]] = ()) -> dict[str, str]:
+    """Every text artifact of the comparison, by file name (degenerate_runs.md only when a run degenerated)."""
     files = {
+        **({"degenerate_runs.md": degenerate_text(degenerate)} if degenerate else {}),
         "table1.md": f"# Table 1: {grid.reference} against the baselines\n\n{table1(grid)}\n",
         "statistics.md": f"# Paired statistics\n\n{comparison_details(grid)}\n",
         "table9.md": f"# Table 9: averages over datasets and LMs\n\n{table9(grid)}\n",
@@ -123,9 +147,10 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(f"error: {exc}") from None
     grid.notes[:0] = notes
     availability = [evidence_availability(grid.runs[k]) for k in sorted(grid.runs)]
-    files = report(grid, availability)
-    for name in ("table1.md", "statistics.md", "table9.md", "support.md", "evidence_availability.md",
-                 *(f"table{k}.md" for k in range(10, 15))):
+    degenerate = degenerate_runs(grid)
+    files = report(grid, availability, degenerate)
+    for name in ("degenerate_runs.md", "table1.md", "statistics.md", "table9.md", "support.md",
+                 "evidence_availability.md", *(f"table{k}.md" for k in range(10, 15))):
         if name in files:
             print(files[name])
     for a, b in diffs:
@@ -134,6 +159,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"note: {note}", file=sys.stderr)
 
     metrics = comparison_metrics(grid)
+    metrics["degenerate_runs"] = float(len(degenerate))
     run_id = None
     if not args.no_log:
         # Logged beside the compared runs (the first one's experiment when they are given by id).

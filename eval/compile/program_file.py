@@ -55,11 +55,17 @@ def read_meta(path: str | Path) -> dict:
     return meta
 
 
+# Options that change how a turn's output is judged, not which predictors a program holds: a
+# program compiled under one runs under another.
+_NOT_PREDICTORS = ("invalid_updates",)
+
+
 def check_fits(meta: dict, path: str | Path, method: str, options: dict) -> None:
     """The file's predictors are those of `method` with `options` (an ablation adds predictors)."""
     if meta["method"] != method:
         raise ProgramFileError(f"--program {path} was compiled for --method {meta['method']}, not {method}")
-    theirs = meta.get("options", {})
+    theirs = {k: v for k, v in meta.get("options", {}).items() if k not in _NOT_PREDICTORS}
+    options = {k: v for k, v in options.items() if k not in _NOT_PREDICTORS}
     if theirs != options:
         raise ProgramFileError(f"--program {path} was compiled with options {theirs}, not {options}")
 

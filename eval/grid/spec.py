@@ -85,7 +85,7 @@ GRID_KEYS = ("experiment", "paper", "reference", "n", "seed", "datasets", "lms",
              "families")
 FAMILY_KEYS = ("name", "compare", "per_column", "per_pair", "size")  # as eval.compare.families reads them
 GRID_FLAGS = ("experiment", "limit", "seed", "lm", "dataset", "budget", "data", "resume")  # set per cell by the grid
-METHOD_OPTIONS = ("ablation", "votes", "verifier_temperature", "trials")  # taken only by some methods
+METHOD_OPTIONS = ("ablation", "invalid_updates", "votes", "verifier_temperature", "trials")  # taken only by some methods
 PROGRAM = "program"  # a compiled program file: it fits one method, so only a [[methods]] entry names it
 NOT_IN_KEY = ("threads", "request_timeout", "trace", "out")  # how a run runs, not what it measures
 LIST_FLAGS = ("api_base",)  # eval.run flags taking several values

@@ -26,10 +26,12 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from eir_dspy.corpus_environment import DEFAULT_FUTILE_SEARCHES, FUTILE_REJECT
 from eir_dspy.lm import DECODINGS, DEFAULT_REQUEST_TIMEOUT, LOCAL_DEFAULT, LMSpec, default_decoding
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eir_dspy.lm.spec import ENGINES
+from eir_dspy.state import REJECT, paper_invalid_updates
 from eval.compile.program_file import ProgramFileError, check_fits, program_config, read_meta
 
 SETTINGS = ("pool", "corpus")
@@ -157,9 +159,12 @@ def positive_float(text: str) -> float:
 
 
 def options_for(method: str, setting: str = "pool", *, verifier_temperature: float | None = None,
-                votes: int = DEFAULT_VOTES, trials: int = DEFAULT_TRIALS, ablation: str | None = None) -> dict:
+                votes: int = DEFAULT_VOTES, trials: int = DEFAULT_TRIALS, ablation: str | None = None,
+                invalid_updates: str | None = None) -> dict:
     """The method-specific settings the method's program takes (and only those get logged); exits
-    on an ablation of a method without ablations."""
+    on an ablation or list-update rule given to a method without them. Setting-dependent defaults
+    are resolved here, so the log holds the rule that ran: the verifier temperature (D.1 / H.2) and
+    what invalid list updates do (discard in the pool, reject in the corpus setting)."""
     from programs import METHODS  # here: reading logged runs back (eval.runs.tracking) needs no programs
 
     accepted = inspect.signature(METHODS[method].__init__).parameters
@@ -167,15 +172,17 @@ def options_for(method: str, setting: str = "pool", *, verifier_temperature: flo
         verifier_temperature = 0.0 if setting == "corpus" else 0.7
     if ablation is not None and "ablation" not in accepted:
         raise SystemExit(f"error: --ablation is an EIR ablation; --method {method} has none")
+    if invalid_updates is not None and "invalid_updates" not in accepted:
+        raise SystemExit(f"error: --invalid-updates is EIR's list-update rule; --method {method} has no lists")
     given = {"verifier_temperature": verifier_temperature, "votes": votes, "trials": trials,
-             "ablation": ablation or "none"}
+             "ablation": ablation or "none", "invalid_updates": invalid_updates or paper_invalid_updates(setting)}
     return {k: v for k, v in given.items() if k in accepted}
 
 
 def method_options(args: argparse.Namespace) -> dict:
     """`options_for` from eval.run's flags."""
     return options_for(args.method, args.setting, verifier_temperature=args.verifier_temperature, votes=args.votes,
-                       trials=args.trials, ablation=args.ablation)
+                       trials=args.trials, ablation=args.ablation, invalid_updates=args.invalid_updates)
 
 
 @dataclass(frozen=True)
@@ -222,6 +229,7 @@ class RunConfig:
     lm_name: str | None = None  # (resolved) the model string called and priced: tag `lm`
     default_decoding: str | None = None  # (resolved) the LM's default decoding; None: not known
     method_label: str | None = None  # (resolved) the label logged (see `label`); tag `label`
+    futile_searches: str = DEFAULT_FUTILE_SEARCHES  # corpus: repeated / no-word searches run (H.1) or are rejected
     legacy_decoding: bool = False  # logged before --decoding existed (see from_dict)
 
     def __post_init__(self) -> None:
@@ -237,7 +245,8 @@ class RunConfig:
         program = compiled_program(args.program, args.method, options) if args.program else None
         return cls(method=args.method, dataset=args.dataset, setting=args.setting, budget=args.budget,
                    options=options, lm=LMConfig.from_args(args), data_file=args.data, n=args.limit,
-                   seed=args.seed, threads=args.threads, index=args.index, program=program)
+                   seed=args.seed, threads=args.threads, index=args.index, program=program,
+                   futile_searches=args.futile_searches)
 
     def with_lm(self, lm) -> "RunConfig":
         """Resolved by the built `lm`: its logged name, its default decoding and the decoding run under."""
@@ -277,10 +286,14 @@ class RunConfig:
         ablation = options.pop("ablation", None)
         if ablation and ablation != "none":
             parts.append(ablation)
+        if options.get("invalid_updates") == paper_invalid_updates(self.setting):
+            del options["invalid_updates"]  # the paper's rule for the setting goes unnamed, like H=6
         if self.program:
             parts.append(f"compiled={self.program.name}")
         if int(self.budget) != DEFAULT_BUDGET:
             parts.append(f"H={self.budget}")
+        if self.setting == "corpus" and self.futile_searches != DEFAULT_FUTILE_SEARCHES:
+            parts.append(f"futile_searches={self.futile_searches}")
         parts += [f"{_OPTION_NAMES.get(k, k)}={v:g}" if isinstance(v, float) else f"{_OPTION_NAMES.get(k, k)}={v}"
                   for k, v in sorted(options.items(), key=lambda kv: (kv[0] != "votes", kv[0]))]
         return " ".join(parts)
@@ -312,7 +325,8 @@ class RunConfig:
                "price_in": lm.price_in, "price_out": lm.price_out, "temperature": lm.temperature,
                "max_tokens": lm.max_tokens, "decoding": lm.decoding, "request_timeout": lm.request_timeout,
                "budget": self.budget, "threads": self.threads, "engine": lm.engine, "server_args": lm.server_args,
-               "options": dict(self.options), "setting": self.setting, "index": self.index}
+               "options": dict(self.options), "setting": self.setting, "index": self.index,
+               "futile_searches": self.futile_searches}
         if self.legacy_decoding:
             del out["decoding"]  # still unknown: from_dict applies the legacy rule again
         if self.program:
@@ -340,6 +354,11 @@ class RunConfig:
         - no `request_timeout`: the default; no `price_in`/`price_out`, `server_args`, `index`,
           `program`, `corpus`: none;
         - no `setting`: pool; no `options`: none (ablation none); no `label`: the method;
+        - no `futile_searches` (before it existed): `reject` in the corpus setting, the rule then in
+          force (its variant names it); the pool has no search;
+        - an EIR run with no `invalid_updates` option (before it existed): `reject`, the rule every
+          EIR run followed from issue 21 until then, so its variant names it (`eir invalid_updates=reject`
+          in the pool) and it never pairs with runs under the paper's pool rule;
         - `api_base` one string (before --api-base took several): that one endpoint;
         - keys no version reads any more (e.g. `constrained`, of the first runs) are ignored.
         """
@@ -353,11 +372,16 @@ class RunConfig:
                       engine=c.get("engine", "inprocess"), server_args=c.get("server_args") or "")
         lm = replace(lm, decoding=("strict" if lm.is_local else None) if legacy_decoding else c["decoding"])
         program = c.get("program")
+        options = dict(c.get("options") or {})
+        if c.get("method", "eir") == "eir":
+            options.setdefault("invalid_updates", REJECT)
         return cls(method=c.get("method", "eir"), dataset=c.get("dataset", "hotpotqa"),
                    setting=c.get("setting") or "pool", budget=int(c.get("budget", DEFAULT_BUDGET)),
-                   options=c.get("options") or {}, lm=lm, data_file=c.get("data_file"), n=int(c.get("n", 5)),
+                   options=options, lm=lm, data_file=c.get("data_file"), n=int(c.get("n", 5)),
                    seed=c.get("seed", 0), threads=c.get("threads"), index=c.get("index"),
                    program=ProgramFile(**program) if program else None, corpus=c.get("corpus"),
                    corpus_paragraphs=c.get("corpus_paragraphs"), lm_name=c.get("lm"),
                    default_decoding=c.get("default_decoding"), method_label=c.get("label"),
-                   legacy_decoding=legacy_decoding)
+                   legacy_decoding=legacy_decoding,
+                   futile_searches=c.get("futile_searches") or (FUTILE_REJECT if c.get("setting") == "corpus"
+                                                                else DEFAULT_FUTILE_SEARCHES))

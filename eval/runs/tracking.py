@@ -17,6 +17,9 @@ RESULTS_TAG = "eir.results_path"
 VARIANT_OF_TAG = "eir.variant_of"
 KIND_TAG = "eir.kind"  # set on comparison and analysis runs, so they are never read back as method runs
 FAILURE_TAG = "eir.failure"  # why a run ended FAILED (every question failed with this error)
+# A degenerate run (eval.scoring.health): its warnings' text, one a line, and their codes, comma-separated.
+DEGENERATE_TAG = "eir.degenerate"
+DEGENERATE_CODES_TAG = "eir.degenerate_codes"
 COMPARISON_KIND = "comparison"
 ANALYSIS_KIND = "analysis"  # an eval.analyze run over recorded runs
 COMPILE_KIND = "compile"  # an eval.compile run: it makes a program file, not per-question results
@@ -135,7 +138,7 @@ def mark_failed(message: str) -> None:
 
 
 def log_variant(config: RunConfig, parent_id: str, records: list[dict], metrics: dict[str, float],
-                results_path: str) -> str:
+                results_path: str, warnings: list | None = None) -> str:
     """Log (or, after a resume, re-log) a variant of `parent_id` (its config labelled as the variant,
     e.g. reflexion_first) as its own run, found again by tag."""
     name = config.label
@@ -149,6 +152,8 @@ def log_variant(config: RunConfig, parent_id: str, records: list[dict], metrics:
         if run_id is None:
             log_config(config)
         log_results(records, metrics, results_path)
+        if warnings is not None:
+            log_warnings(warnings)
         return run.info.run_id
 
 
@@ -162,6 +167,23 @@ def log_results(records: list[dict], metrics: dict[str, float], results_path: st
         "trajectories.json",
     )
     mlflow.log_artifact(results_path)
+
+
+def log_warnings(warnings: list) -> None:
+    """A degenerate run's warnings (eval.scoring.health.RunWarning) on the active run: the
+    eir.degenerate tags, `degenerate_warnings` (0 on a healthy run) and per warning
+    `degenerate_<code>` of `degenerate_<code>_of`. A resumed run that is healthy now loses old tags."""
+    mlflow.log_metric("degenerate_warnings", len(warnings))
+    for w in warnings:
+        mlflow.log_metrics({f"degenerate_{w.code}": w.count, f"degenerate_{w.code}_of": w.total})
+    if warnings:
+        mlflow.set_tags({DEGENERATE_TAG: "\n".join(w.text for w in warnings)[:5000],
+                         DEGENERATE_CODES_TAG: ",".join(w.code for w in warnings)})
+        return
+    tags = mlflow.get_run(mlflow.active_run().info.run_id).data.tags
+    for tag in (DEGENERATE_TAG, DEGENERATE_CODES_TAG):
+        if tag in tags:
+            mlflow.delete_tag(tag)
 
 
 def _cell(value):

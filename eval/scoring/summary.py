@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from statistics import mean
+from typing import Any
 
 from eval.formatting import piped
 from eval.runs.record import QuestionRecord, as_records
@@ -19,7 +21,7 @@ def summarize(records: list[dict | QuestionRecord]) -> dict[str, float]:
     records = as_records(records)
     scores = [r.scores() for r in records]
     n = len(records)
-    turns = sum(r.turns for r in records)
+    rejected, turns, _ = rejections(records)
     costs = [r.cost_usd for r in records]
     priced = all(c is not None for c in costs)
     return {
@@ -31,7 +33,7 @@ def summarize(records: list[dict | QuestionRecord]) -> dict[str, float]:
         "tokens_per_question": mean(r.prompt_tokens + r.completion_tokens for r in records),
         "cost_usd": sum(costs) if priced else float("nan"),
         "cost_per_question_usd": (sum(costs) / n) if priced else float("nan"),
-        "rejected_action_rate": (sum(r.rejected_actions for r in records) / turns) if turns else 0.0,
+        "rejected_action_rate": (rejected / turns) if turns else 0.0,
         "gold_paragraphs_read": 100 * mean(r.gold_read_share for r in records),
         "reads_per_question": mean(r.reads for r in records),
         "searches_per_question": mean(r.searches or 0 for r in records),  # 0 in the pool setting
@@ -54,15 +56,18 @@ def wall_per_question(records: list[QuestionRecord]) -> dict[str, float]:
 
 
 def behaviour(records: list[dict | QuestionRecord]) -> dict[str, float]:
-    """How the agent acted, beyond its score: rejected turns by cause (share of all turns), title
-    fallbacks, submits made before the last turn, and for EIR how it used its two lists. A key is left out when no
-    record has what it needs (older records, or a method without lists)."""
+    """How the agent acted, beyond its score: rejected turns by cause (share of all turns), episodes
+    that ended without a valid submit (share of episodes), title fallbacks, submits made before the
+    last turn, and for EIR how it used its two lists. A key is left out when no record has what it
+    needs (older records, or a method without lists)."""
     records = as_records(records)
     out: dict[str, float] = {}
-    turns = sum(r.turns for r in records)
-    causes = {c for r in records for c in (r.rejections_by_cause or {})}
+    _, turns, causes = rejections(records)
     for cause in sorted(causes):
-        out[f"rejected_{cause}_rate"] = sum((r.rejections_by_cause or {}).get(cause, 0) for r in records) / turns
+        out[f"rejected_{cause}_rate"] = causes[cause] / turns
+    ends = [without for _, without in episodes(records)]
+    if ends:
+        out["no_submission_rate"] = mean(1.0 if without else 0.0 for without in ends)
     fallbacks = [r.title_fallbacks for r in records if r.title_fallbacks is not None]
     if fallbacks:
         out["title_fallbacks_per_question"] = mean(fallbacks)
@@ -77,6 +82,31 @@ def behaviour(records: list[dict | QuestionRecord]) -> dict[str, float]:
         # Conclusions are kept only when every citation names a sentence read, so any kept one is valid.
         out["lists_used"] = 100 * mean(1.0 if t.requirements and t.conclusions else 0.0 for t in lists)
         out["list_updates_discarded_per_question"] = mean(t.list_updates["discarded"] for t in lists)
+    return out
+
+
+def rejections(records: list[QuestionRecord]) -> tuple[int, int, Counter[str]]:
+    """Rejected turns, all turns, and the rejected turns by cause, over every record's episodes
+    (a record made before causes were recorded adds to the first two only)."""
+    causes: Counter[str] = Counter()
+    for r in records:
+        causes.update(r.rejections_by_cause or {})
+    return sum(r.rejected_actions or 0 for r in records), sum(r.turns or 0 for r in records), causes
+
+
+def episodes(records: list[QuestionRecord]) -> list[tuple[list[dict[str, Any]], bool]]:
+    """Every episode the records hold (Reflexion: one per trial) as (its turns, whether it ended without
+    a valid submit). Full Pool has none; an episode that did not record how it ended is left out."""
+    out = []
+    for r in records:
+        t = r.trajectory
+        if t is None:
+            continue
+        if t.trials is not None:
+            out += [(trial.get("turns") or [], trial["forced_end"]) for trial in t.trials
+                    if trial.get("forced_end") is not None]
+        elif t.turns is not None and t.forced_end is not None:
+            out.append((t.turns, t.forced_end))
     return out
 
 
@@ -110,6 +140,7 @@ TABLE_KEYS = [
     ("reads_per_question", "reads/q", "{:.2f}"),
     ("searches_per_question", "searches/q", "{:.2f}"),
     ("rejected_action_rate", "rejected", "{:.3f}"),
+    ("no_submission_rate", "no submit", "{:.2f}"),
     ("gold_paragraphs_read", "gold read %", "{:.1f}"),
 ]
 
@@ -128,6 +159,7 @@ BEHAVIOUR_KEYS = [
     ("rejected_invalid_citation_rate", "bad citation", "{:.3f}"),
     ("rejected_invalid_action_rate", "invalid action (older runs)", "{:.3f}"),
     ("forced_end_rate", "forced end", "{:.2f}"),
+    ("no_submission_rate", "no submit", "{:.2f}"),
     ("title_fallbacks_per_question", "fallbacks/q", "{:.2f}"),
     ("submitted_before_budget", "early submit %", "{:.0f}"),
     ("list_entries_per_question", "list entries/q", "{:.1f}"),

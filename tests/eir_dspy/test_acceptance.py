@@ -12,7 +12,8 @@ import dspy
 import pytest
 
 from eir_dspy import rejection
-from eir_dspy.acceptance import ACCEPTANCES, EXTRACT, JSON_ONLY, json_only_problem
+from eir_dspy.acceptance import (ACCEPTANCES, DEFAULT_FENCE_READING, EXTRACT, FENCE_STRIPPED, FENCE_TEXT, JSON_ONLY,
+                                 json_only_problem)
 from eir_dspy.lm import DecodingAdapter
 from eval.analyze import parse_failures, rejections
 from eval.runs.execute import run_question
@@ -54,6 +55,29 @@ def record_of(program, replies):
 ])
 def test_json_only_accepts_one_json_object_and_nothing_else(text, expected):
     assert json_only_problem(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('```json\n{"a": 1}\n```', None),  # one fence around the object alone: the object
+    ('```\n{"a": 1}\n```', None),
+    ('  ```JSON\n  {"a": {"b": 2}}\n```  ', None),
+    ('Here:\n```json\n{"a": 1}\n```', (rejection.NOT_JSON_ONLY, "text before and after the JSON object")),  # prose
+    ('```json\n{"a": 1}\n```\nDone.', (rejection.NOT_JSON_ONLY, "text before and after the JSON object")),
+    ('```json\n{"a": 1} ok\n```', (rejection.NOT_JSON_ONLY, "text after the JSON object")),  # inside: text too
+    ('```json\n[1, 2]\n```', ("not_json", "a JSON list, not an object")),
+    ('{"a": 1}', None),
+])
+def test_the_stripped_fence_reading_accepts_one_fence_around_the_object_alone(text, expected):
+    assert json_only_problem(text, fences=FENCE_STRIPPED) == expected
+
+
+def test_the_default_fence_reading_is_text_and_the_reading_is_checked():
+    fenced_object = '```json\n{"a": 1}\n```'
+    assert DEFAULT_FENCE_READING == FENCE_TEXT
+    assert json_only_problem(fenced_object) == json_only_problem(fenced_object, fences=FENCE_TEXT) == \
+        (rejection.NOT_JSON_ONLY, "text before and after the JSON object")
+    with pytest.raises(ValueError, match="fences must be one of text, stripped"):
+        json_only_problem('{"a": 1}', fences="lenient")
 
 
 def test_every_method_declares_the_papers_rule_or_the_named_choice():

@@ -54,3 +54,18 @@ def test_unparseable_output_is_rejected_and_consumes_the_turn():
     ep = run_episode("q", PoolEnvironment(POOL), policy, budget=2)
     assert len(ep.turns) == 3 and ep.rejected_turns == 3 and ep.reads == 0 and ep.forced_end
     assert policy.seen_feedback[1] == "Turn 1 was rejected: not JSON"
+
+
+def test_a_turn_limited_episodes_read_results_count_turns_left_and_eirs_count_reads_left():
+    def results(max_turns, budget, letters):
+        policy = Scripted([read(t) for t in letters] + [Proposal(Action("submit", answer="x"))])
+        ep = run_episode("q", PoolEnvironment(POOL), policy, budget=budget, max_turns=max_turns)
+        return [t.feedback.split(". Cite")[0] for t in ep.turns if t.read_title]
+
+    assert results(None, 3, "ABC") == ['Read "A" (2 reads left)', 'Read "B" (1 reads left)', 'Read "C" (0 reads left: your next action must be submit)']
+    assert results(4, 4, "ABC") == ['Read "A" (3 turns left, counting the submit)',
+                                    'Read "B" (2 turns left, counting the submit)',
+                                    'Read "C" (1 turn left, the last: only a submit counts on it)']
+    # Fewer reads than turns: the reads left are named once they bind.
+    assert results(5, 2, "AB") == ['Read "A" (4 turns left, counting the submit; 1 read left)',
+                                   'Read "B" (3 turns left, counting the submit; no reads left: only a submit counts)']

@@ -84,7 +84,8 @@ def test_corpus_rejections_unknown_id_repeated_and_empty_search_and_the_last_tur
                  *[Proposal(Action("search", query=w)) for w in words],
                  Proposal(Action("read", paragraph_id="12"))]  # turn 12: a valid read, but only a submit may run
     assert len(proposals) == TURNS
-    ep = run_episode("q", CorpusEnvironment(tiny_corpus), Scripted(proposals), budget=READS, max_turns=TURNS)
+    env = CorpusEnvironment(tiny_corpus, futile_searches="reject")  # the paper's default runs both searches
+    ep = run_episode("q", env, Scripted(proposals), budget=READS, max_turns=TURNS)
     assert causes(ep.turns) == [rejection.UNKNOWN_ID, None, rejection.REPEATED_SEARCH, rejection.EMPTY_SEARCH,
                                 *[None] * len(words), rejection.SUBMIT_ONLY_TURN]
     assert ep.forced_end and ep.reads == 2 and ep.evidence.titles == ()  # each rejected read cost a read
@@ -160,7 +161,12 @@ def test_eir_that_reads_nothing_records_empty_evidence():
     assert record["evidence"] == [] and record["rejections_by_cause"] == {}
 
 
-def test_direct_in_the_corpus_records_unknown_id_repeated_and_empty_search(tiny_corpus):
+def test_direct_in_the_corpus_records_unknown_id_repeated_and_empty_search(tiny_corpus, monkeypatch):
+    import functools
+    import programs.direct
+    # The rejecting rule is a named option (the paper's default runs both searches: test_corpus_environment.py).
+    monkeypatch.setattr(programs.direct, "new_environment",
+                        functools.partial(programs.direct.new_environment, futile_searches="reject"))
     record, _ = record_of(Direct(), [
         corpus_act("read", pid="12"),  # not found by a search yet
         corpus_act("search", query="busan"),
@@ -196,7 +202,7 @@ def test_reflexion_counts_calls_made_over_the_question_and_causes_over_its_trial
         state["calls"] += 1
         if "`reflection`" in prompt:
             return {"reflection": "cite what you read"}
-        if "Turn 1\n" not in field(prompt, "trajectory"):  # a trial's first turn
+        if field(prompt, "last_result").startswith("(nothing yet"):  # a trial's first turn
             state["trial"] += 1
             return act("read", BAND)
         if state["trial"] == 1 and "cites sentences you have not read" not in prompt:
@@ -232,7 +238,8 @@ def test_an_unusable_output_keeps_the_accounting_cause(cause):
     assert causes(ep.turns) == [cause, cause] and ep.turns[0].feedback == "why"
 
 
-# --- EIR's turn-validity rule: invalid list updates reject the turn, in both settings ----------------
+# --- EIR's turn-validity rule: invalid list updates reject the turn under `reject` (the corpus ------
+# --- default), and are discarded with the action run under `discard` (the pool default) -----------
 
 
 def test_eir_list_rejections_are_recorded_and_fall_into_table22s_columns():
@@ -241,7 +248,7 @@ def test_eir_list_rejections_are_recorded_and_fall_into_table22s_columns():
     def concl(title, sentence, cid=None):
         return {"id": cid, "claim": "c", "status": "supported", "citations": [{"title": title, "sentence": sentence}]}
 
-    record, _ = record_of(EIR(budget=3), [
+    record, _ = record_of(EIR(budget=3, invalid_updates="reject"), [
         turn("read", ALBUM, concls=[concl(BAND, 1)]),  # not read yet
         turn("read", BAND),
         turn("read", ACT, concls=[concl(BAND, "1")]),  # read, but the position is a string
@@ -254,6 +261,24 @@ def test_eir_list_rejections_are_recorded_and_fall_into_table22s_columns():
     actions, counts, other = by_category([record])
     assert (actions, dict(counts), dict(other)) == (
         4, {"invalid citation": 1, "missing field or wrong type": 1, "unknown or unfound id": 1}, {})
+
+
+def test_pool_eir_discards_invalid_list_updates_and_records_why():
+    def concl(title, sentence, cid=None):
+        return {"id": cid, "claim": "c", "status": "supported", "citations": [{"title": title, "sentence": sentence}]}
+
+    record, _ = record_of(EIR(budget=3), [
+        turn("read", ALBUM, concls=[concl(BAND, 1)]),  # not read yet
+        turn("read", BAND),
+        turn("read", ACT, concls=[concl(BAND, "1")]),  # read, but the position is a string
+        turn("submit", concls=[concl(BAND, 1, cid="C4")]),  # no conclusion C4
+        final("Tulsa", [(BAND, 1)]),
+    ])
+    turns = record["trajectory"]["turns"]
+    assert causes(turns) == [None] * 4 and not record["forced_end"]
+    assert [t["discarded_cause"] for t in turns] == [rejection.INVALID_CITATION, None, "wrong_type",
+                                                     rejection.UNKNOWN_LIST_ID]
+    assert [t["read_title"] for t in turns] == [ALBUM, BAND, ACT, None]
 
 
 def test_corpus_eir_rejects_a_read_whose_list_updates_cite_an_unread_sentence(tiny_corpus):

@@ -17,8 +17,8 @@ CONC = {"id": None, "claim": "QQCLAIM the band played first in Tulsa", "status":
 
 
 def episode_replies():
-    """Read the band, conclude (valid), read the album, submit with an invalid conclusion (the turn is
-    rejected), submit."""
+    """Read the band, conclude (valid), read the album, submit with an invalid conclusion (the pool
+    discards the update and the submit runs; under `reject` the turn is rejected and the next submits)."""
     return [
         turn("read", BAND, reqs=[REQ]),
         turn("read", "Tinted Windows (album)", concls=[CONC], reqs=[{"id": "R1", "text": REQ["text"], "status": "satisfied"}]),
@@ -29,8 +29,9 @@ def episode_replies():
 
 
 def test_list_feedback_control_keeps_the_updates_but_never_shows_them():
-    eir, _, eir_engine = run_program(EIR(), Q, POOL, episode_replies())
-    control, ledger, engine = run_program(EIR(ablation="no-list-feedback"), Q, POOL, episode_replies())
+    eir, _, eir_engine = run_program(EIR(invalid_updates="reject"), Q, POOL, episode_replies())
+    control, ledger, engine = run_program(EIR(ablation="no-list-feedback", invalid_updates="reject"), Q, POOL,
+                                          episode_replies())
     # The same validated lists in the trajectory, and the same calls.
     assert control.trajectory["requirements"] == eir.trajectory["requirements"] != []
     assert control.trajectory["conclusions"] == eir.trajectory["conclusions"] != []
@@ -46,6 +47,14 @@ def test_list_feedback_control_keeps_the_updates_but_never_shows_them():
     assert control.answer == eir.answer == "Tulsa"
 
 
+def test_the_control_under_the_pool_rule_discards_as_eir_does():
+    eir, _, _ = run_program(EIR(), Q, POOL, episode_replies())
+    control, ledger, _ = run_program(EIR(ablation="no-list-feedback"), Q, POOL, episode_replies())
+    assert control.trajectory["list_updates"] == eir.trajectory["list_updates"] == {"applied": 2, "discarded": 1}
+    assert [t.discarded_cause for t in control.episode.turns] == [None, None, "invalid_citation"]
+    assert all(t.accepted for t in control.episode.turns) and ledger.by_role() == {"action": 3, "final": 1}
+
+
 def test_the_controls_first_prompt_is_eirs():
     _, _, eir_engine = run_program(EIR(), Q, POOL, episode_replies())
     _, _, engine = run_program(EIR(ablation="no-list-feedback"), Q, POOL, episode_replies())
@@ -56,13 +65,24 @@ def test_the_controls_first_prompt_is_eirs():
 def test_the_control_learns_its_turn_was_rejected_but_not_what_was_wrong_with_its_updates():
     replies = [turn("read", BAND, concls=[CONC]),  # cites a sentence not read yet: the turn is rejected
                turn("submit", answer="Tulsa"), final("Tulsa")]
-    eir, _, eir_engine = run_program(EIR(), Q, POOL, list(replies))
-    control, _, engine = run_program(EIR(ablation="no-list-feedback"), Q, POOL, list(replies))
+    eir, _, eir_engine = run_program(EIR(invalid_updates="reject"), Q, POOL, list(replies))
+    control, _, engine = run_program(EIR(ablation="no-list-feedback", invalid_updates="reject"), Q, POOL, list(replies))
     rejected = "Turn 1 was rejected: your list updates are invalid, so nothing of this turn ran (its action included)"
     assert field(eir_engine.prompts[1], "last_result") == rejected + \
         ": citation ('Tinted Windows (band)', 1) is not a sentence you have read"
     assert field(engine.prompts[1], "last_result") == rejected
     assert eir.episode.reads == control.episode.reads == 0  # the same rule: neither read happened
+
+
+def test_the_control_learns_its_updates_were_discarded_but_not_what_was_wrong_with_them():
+    replies = [turn("read", BAND, concls=[CONC]), turn("submit", answer="Tulsa"), final("Tulsa")]
+    eir, _, eir_engine = run_program(EIR(), Q, POOL, list(replies))
+    control, _, engine = run_program(EIR(ablation="no-list-feedback"), Q, POOL, list(replies))
+    discarded = "\nYour list updates were invalid and discarded: both lists are unchanged (the action ran)"
+    assert field(eir_engine.prompts[1], "last_result").endswith(
+        discarded + ": citation ('Tinted Windows (band)', 1) is not a sentence you have read.")
+    assert field(engine.prompts[1], "last_result").endswith(discarded + ".")
+    assert eir.episode.reads == control.episode.reads == 1  # the same rule: both reads happened
 
 
 def test_unknown_ablation_is_refused():

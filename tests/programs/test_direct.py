@@ -1,3 +1,4 @@
+from eir_dspy.paragraphs import Paragraph
 from programs import Direct
 from tests.scripted import act, field, run_program
 from tests.programs.test_eir import POOL, Q
@@ -38,7 +39,8 @@ def test_no_valid_submit_within_h_turns_scores_empty():
 def test_a_turn_sees_the_last_result_but_no_earlier_thought_or_action():
     pred, _, engine = run([act("read", BAND, thought="QQFIRST need the band"), act("submit", answer="x")])
     last = field(engine.prompts[1], "last_result")
-    assert last.startswith('Read "Tinted Windows (band)" (5 reads left).') and last.endswith("[1] Their first show was in Tulsa.")
+    assert last.startswith('Read "Tinted Windows (band)" (5 turns left, counting the submit).')
+    assert last.endswith("[1] Their first show was in Tulsa.")
     assert "QQFIRST" not in engine.prompts[1] and "Turn 1" not in engine.prompts[1]
     assert pred.episode.turns[0].reasoning == "QQFIRST need the band"  # the thought is still recorded
 
@@ -52,3 +54,40 @@ def test_constrained_schema_bounds_citations_and_forces_submit_on_the_last_turn(
     item = action["properties"]["citations"]["items"]
     assert item["properties"] == {"title": {"const": BAND}, "sentence": {"enum": [0, 1]}}
     assert "must submit" not in engine.prompts[1] and "Now turn" not in engine.prompts[1]  # the grammar alone forces it
+
+
+# What a turn-limited agent is told of its budget (H turns in all, the submit included; the paper,
+# 4.2 and H.2, does not say what it is told): the turns left, and on the last turn that only a submit counts.
+LETTERS = tuple(Paragraph(t, (f"{t} sentence.",), i) for i, t in enumerate("ABCDEFGH"))
+LAST = "(1 turn left, the last: only a submit counts on it)"
+
+
+def head(result: str) -> str:
+    return result.split(". Cite a sentence below")[0]
+
+
+def test_each_result_counts_the_turns_left_including_the_submit():
+    replies = [act("read", t) for t in "ABCDE"] + [act("submit", answer="x", citations=[("E", 0)])]
+    pred, _, engine = run_program(Direct(budget=6), Q, LETTERS, replies)
+    results = [field(p, "last_result") for p in engine.prompts]
+    assert results[0] == "(nothing yet: choose a paragraph to read) (6 turns left, counting the submit)"
+    assert [head(r) for r in results[1:]] == [
+        'Read "A" (5 turns left, counting the submit)', 'Read "B" (4 turns left, counting the submit)',
+        'Read "C" (3 turns left, counting the submit)', 'Read "D" (2 turns left, counting the submit)',
+        f'Read "E" {LAST}']
+    assert not any("reads left" in r for r in results)
+    assert pred.answer == "x" and not pred.episode.forced_end and len(pred.episode.turns) == 6
+
+
+def test_the_last_turn_says_only_a_submit_counts_after_a_rejection_too():
+    replies = [act("read", t) for t in "ABCD"] + [act("submit", answer=" "), act("submit", answer="x")]
+    pred, _, engine = run_program(Direct(budget=6), Q, LETTERS, replies)
+    assert field(engine.prompts[5], "last_result") == f"Turn 5 was rejected: the submitted answer is empty {LAST}"
+    assert pred.answer == "x" and [t.accepted for t in pred.episode.turns] == [True] * 4 + [False, True]
+
+
+def test_a_read_on_the_last_turn_leaves_no_submission():
+    pred, _, engine = run_program(Direct(budget=3), Q, LETTERS, [act("read", t) for t in "ABC"])
+    assert head(field(engine.prompts[2], "last_result")) == f'Read "B" {LAST}'
+    assert pred.episode.forced_end and pred.answer == ""
+    assert head(pred.episode.turns[2].feedback) == 'Read "C" (no turns left)'  # recorded, never shown

@@ -62,14 +62,38 @@ def test_turn_prompt_puts_stable_inputs_first_and_shows_how_to_cite_the_read_par
     assert [c["citations"] for c in pred.trajectory["conclusions"]] == [[{"title": "Tinted Windows (band)", "sentence": 1}]]
 
 
-def test_an_invalid_citation_rejects_the_whole_turn_and_the_next_prompt_says_why():
+def run_rejecting(replies, budget=6):
+    return run_program(EIR(budget=budget, invalid_updates="reject"), Q, POOL, replies, "free")
+
+
+def test_pool_an_invalid_citation_discards_the_updates_but_the_read_happens_and_the_next_result_says_so():
     bad = dict(CONC, citations=[{"title": "Tinted Windows (band)", "sentence": 1}])  # not read yet
     pred, ledger, engine = run([turn("read", "Tinted Windows (album)", reqs=[REQ], concls=[bad]),
                                 turn("submit"), final("x")])
     ep = pred.episode
+    # 3.2 / B.1: both lists stay unchanged (the valid requirement too), the action runs, the turn is accepted.
+    assert ep.reads == 1 and ep.evidence.titles == ("Tinted Windows (album)",)
+    assert [t.accepted for t in ep.turns] == [True, True] and ep.turns[0].read_title == "Tinted Windows (album)"
+    assert ep.turns[0].rejection_cause is None and ep.turns[0].discarded_cause == "invalid_citation"
+    assert pred.trajectory["requirements"] == [] and pred.trajectory["conclusions"] == []
+    assert pred.trajectory["list_updates"] == {"applied": 0, "discarded": 1}
+    last = field(engine.prompts[1], "last_result")
+    assert last.startswith('Read "Tinted Windows (album)" (5 reads left).')
+    assert last.endswith("\nYour list updates were invalid and discarded: both lists are unchanged (the action ran): "
+                         "citation ('Tinted Windows (band)', 1) is not a sentence you have read.")
+    assert "Tinted Windows (album)" not in field(engine.prompts[1], "unread_titles")
+    assert ledger.by_role() == {"action": 2, "final": 1}
+
+
+def test_reject_rule_an_invalid_citation_rejects_the_whole_turn_and_the_next_prompt_says_why():
+    bad = dict(CONC, citations=[{"title": "Tinted Windows (band)", "sentence": 1}])  # not read yet
+    pred, ledger, engine = run_rejecting([turn("read", "Tinted Windows (album)", reqs=[REQ], concls=[bad]),
+                                          turn("submit"), final("x")])
+    ep = pred.episode
     # The read did not happen, the valid requirement was not applied either, and the turn was used.
     assert ep.reads == 0 and ep.evidence.titles == () and [t.accepted for t in ep.turns] == [False, True]
     assert ep.turns[0].rejection_cause == "invalid_citation" and ep.turns[0].read_title is None
+    assert ep.turns[0].discarded_cause is None
     assert pred.trajectory["requirements"] == [] and pred.trajectory["conclusions"] == []
     assert pred.trajectory["list_updates"] == {"applied": 0, "discarded": 1}
     assert field(engine.prompts[1], "last_result") == (
@@ -80,33 +104,83 @@ def test_an_invalid_citation_rejects_the_whole_turn_and_the_next_prompt_says_why
 
 
 @pytest.mark.parametrize("position", ["1", 1.0, "Their first show was in Tulsa."])
-def test_a_wrongly_typed_sentence_position_rejects_the_whole_turn(position):
+def test_pool_a_wrongly_typed_sentence_position_discards_the_updates_and_the_read_happens(position):
     typed = dict(CONC, citations=[{"title": "Tinted Windows (band)", "sentence": position}])  # read, but not an int
     pred, ledger, engine = run([turn("read", "Tinted Windows (band)"),
-                                turn("read", "Act of Congress", concls=[typed]), turn("submit"), final("x")])
+                                turn("read", "Act of Congress", reqs=[REQ], concls=[typed]), turn("submit"), final("x")])
+    ep = pred.episode
+    assert ep.evidence.titles == ("Tinted Windows (band)", "Act of Congress")  # the second read happened
+    assert [t.accepted for t in ep.turns] == [True, True, True] and ep.turns[1].discarded_cause == "wrong_type"
+    assert pred.trajectory["requirements"] == [] and pred.trajectory["conclusions"] == []
+    assert ledger.calls[1].unusable is None  # the output was usable: only its list part was invalid
+    assert field(engine.prompts[2], "last_result").endswith(
+        "\nYour list updates were invalid and discarded: both lists are unchanged (the action ran): "
+        f"conclusion_updates.0.citations: Value error, sentence position {position!r} is not an integer.")
+
+
+@pytest.mark.parametrize("position", ["1", 1.0])
+def test_reject_rule_a_wrongly_typed_sentence_position_rejects_the_whole_turn(position):
+    typed = dict(CONC, citations=[{"title": "Tinted Windows (band)", "sentence": position}])
+    pred, ledger, engine = run_rejecting([turn("read", "Tinted Windows (band)"),
+                                          turn("read", "Act of Congress", concls=[typed]), turn("submit"), final("x")])
     ep = pred.episode
     assert ep.reads == 1 and ep.evidence.titles == ("Tinted Windows (band)",)  # the second read did not happen
     assert [t.accepted for t in ep.turns] == [True, False, True] and ep.turns[1].rejection_cause == "wrong_type"
-    assert pred.trajectory["conclusions"] == [] and ledger.calls[1].unusable == "wrong_type"
+    assert pred.trajectory["conclusions"] == []
     assert field(engine.prompts[2], "last_result") == (
-        "Turn 2 was rejected: the output could not be used: a field's value does not have the required type "
-        f"(conclusion_updates.0.citations: Value error, sentence position {position!r} is not an integer)")
+        "Turn 2 was rejected: your list updates are invalid, so nothing of this turn ran (its action included): "
+        f"conclusion_updates.0.citations: Value error, sentence position {position!r} is not an integer")
 
 
-def test_an_unknown_list_id_rejects_the_turn():
+def test_a_list_entry_missing_a_field_is_an_invalid_update_not_an_unusable_output():
+    no_claim = {"id": None, "status": "supported", "citations": []}
+    pred, ledger, _ = run([turn("read", "Act of Congress", concls=[no_claim]), turn("submit"), final("x")])
+    assert pred.episode.reads == 1 and pred.episode.turns[0].discarded_cause == "missing_field"
+    pred, _, _ = run_rejecting([turn("read", "Act of Congress", concls=[no_claim]), turn("submit"), final("x")])
+    assert pred.episode.reads == 0 and pred.episode.turns[0].rejection_cause == "missing_field"
+
+
+def test_pool_an_unknown_list_id_discards_the_updates_and_the_read_happens():
     pred, _, engine = run([turn("read", "Act of Congress", reqs=[dict(REQ, id="R7")]), turn("submit"), final("x")])
+    assert pred.episode.reads == 1 and pred.episode.turns[0].discarded_cause == "unknown_list_id"
+    assert "requirement id 'R7' does not exist" in field(engine.prompts[1], "last_result")
+
+
+def test_reject_rule_an_unknown_list_id_rejects_the_turn():
+    pred, _, engine = run_rejecting([turn("read", "Act of Congress", reqs=[dict(REQ, id="R7")]), turn("submit"),
+                                     final("x")])
     assert pred.episode.reads == 0 and pred.episode.turns[0].rejection_cause == "unknown_list_id"
     assert "requirement id 'R7' does not exist" in field(engine.prompts[1], "last_result")
 
 
-def test_rejected_updates_every_turn_run_into_the_budgets_forced_end():
+def test_reject_rule_rejected_updates_every_turn_run_into_the_budgets_forced_end():
     bad = dict(CONC, citations=[{"title": "Act of Congress", "sentence": 0}])  # never read
-    pred, ledger, _ = run([turn("read", "Act of Congress", concls=[bad])] * 2 + [turn("submit", concls=[bad]),
-                                                                                 final("x")], budget=2)
+    pred, ledger, _ = run_rejecting([turn("read", "Act of Congress", concls=[bad])] * 2
+                                    + [turn("submit", concls=[bad]), final("x")], budget=2)
     ep = pred.episode
     assert ep.forced_end and ep.reads == 0 and len(ep.turns) == 3 and not any(t.accepted for t in ep.turns)
     assert [t.rejection_cause for t in ep.turns] == ["invalid_citation"] * 3
     assert pred.answer == "x" and ledger.by_role() == {"action": 3, "final": 1}  # the final call still answers
+
+
+def test_pool_invalid_updates_every_turn_still_read_and_submit():
+    bad = dict(CONC, citations=[{"title": "Act of Congress", "sentence": 5}])  # no such sentence, ever
+    pred, ledger, _ = run([turn("read", "Act of Congress", concls=[bad]), turn("read", "Tinted Windows (band)",
+                                                                                concls=[bad]),
+                           turn("submit", concls=[bad]), final("x")], budget=2)
+    ep = pred.episode
+    assert not ep.forced_end and ep.reads == 2 and all(t.accepted for t in ep.turns)
+    assert [t.discarded_cause for t in ep.turns] == ["invalid_citation"] * 3
+    assert pred.trajectory["list_updates"] == {"applied": 0, "discarded": 3}
+
+
+def test_the_rule_follows_the_setting_unless_given():
+    from eir_dspy.state import paper_invalid_updates
+    assert paper_invalid_updates("pool") == "discard" and paper_invalid_updates("corpus") == "reject"
+    assert EIR().policy(None).invalid_updates_rule == "discard"
+    assert EIR(invalid_updates="reject").policy(None).invalid_updates_rule == "reject"
+    with pytest.raises(ValueError, match="invalid_updates must be one of discard, reject"):
+        EIR(invalid_updates="ignore")
 
 
 def test_forced_end_still_answers_and_calls_stay_within_turns_plus_one():

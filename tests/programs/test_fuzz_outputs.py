@@ -31,6 +31,7 @@ from eval.runs.execute import run_question
 from eval.runs.records import ResultsFile
 from eval.data.schema import Question
 from programs import CORPUS_METHODS, METHODS
+from signatures.search_turns import PLAN_FIELDS
 from tests.scripted import field, scripted_lm
 
 SEED = 20240611
@@ -97,7 +98,7 @@ def role_of(prompt: str) -> str:
         return "verify"
     if fields == {"reflection"}:
         return "reflect"
-    if fields == {"thought", "action"}:
+    if fields == {"thought", "action"} or fields == {"thought", *PLAN_FIELDS, "action"}:  # plan: Direct's corpus turn
         return "refine" if "[[ ## correction ## ]]" in prompt else "action"
     if fields == {"requirement_updates", "conclusion_updates", "action"}:
         return "action"
@@ -126,6 +127,8 @@ def pool_titles(prompt: str) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------
 # The generator.
+
+PLAN = {name: "p" for name in PLAN_FIELDS}  # Direct's corpus turn writes them; other signatures ignore them
 
 CONTENT_QUERIES = ["busan port", "film festival", "seoul capital", "running man show", "zebra crossing", "port city"]
 STOPWORD_QUERIES = ["the of and", "a an the", "", "   ", "is it was", "!!! ???", "and or but if"]
@@ -268,7 +271,7 @@ class Fuzzer:
         if eir:
             return {"requirement_updates": [{"id": None, "text": "the city", "status": "open"}],
                     "conclusion_updates": [], "action": self.valid_action(corpus, prompt, citing=False)}
-        return {"thought": "t", "action": self.valid_action(corpus, prompt, citing=True)}
+        return {"thought": "t", **PLAN, "action": self.valid_action(corpus, prompt, citing=True)}
 
     def template(self, role: str, corpus: bool, eir: bool) -> dict:
         """A rich output of the role (nested lists and objects) for mutations to work on."""
@@ -290,7 +293,7 @@ class Fuzzer:
             return {"requirement_updates": [{"id": None, "text": "r", "status": "open"}],
                     "conclusion_updates": [{"id": None, "claim": "c", "status": "supported", "citations": cites}],
                     "action": action}
-        return {"thought": "t", "action": {**action, "citations": cites}}
+        return {"thought": "t", **PLAN, "action": {**action, "citations": cites}}
 
     # -- malformed outputs -----------------------------------------------------------------
 
@@ -397,7 +400,7 @@ class Fuzzer:
         if eir and role == "action":
             action = {k: v for k, v in action.items() if k != "citations"}
             return json.dumps({"requirement_updates": [], "conclusion_updates": [], "action": action})
-        return json.dumps({"thought": "t", "action": action})
+        return json.dumps({"thought": "t", **PLAN, "action": action})
 
 
 def _get(obj, path):

@@ -6,8 +6,9 @@ import pytest
 from eir_dspy.accounting import Ledger, recording
 from eval.runs.execute import run_question
 from eval.data.schema import Question
-from programs import Reflexion
-from tests.scripted import act, field, scripted_lm
+from programs import Direct, Reflexion
+from tests.scripted import act, field, run_program, scripted_lm
+from tests.programs.test_direct_prompt import input_fields
 from tests.programs.test_eir import POOL, Q
 
 BAND = "Tinted Windows (band)"
@@ -24,7 +25,7 @@ class Script:
         if is_reflection(prompt):
             self.reflections += 1
             return {"reflection": f"QQLESSON{self.reflections} read the band page first"}
-        if field(prompt, "trajectory") == "(nothing yet)" or "Turn 1\n" not in field(prompt, "trajectory"):
+        if is_trial_start(prompt):
             self.trial += 1
             return act("read", BAND)
         return act("submit", answer=self.answers[self.trial - 1])
@@ -32,6 +33,10 @@ class Script:
 
 def is_reflection(prompt):
     return "`reflection`" in prompt  # the Reflect signature's output field
+
+
+def is_trial_start(prompt):
+    return field(prompt, "last_result").startswith("(nothing yet")  # the opening: a trial's first turn
 
 
 def question(answer="Tulsa"):
@@ -65,13 +70,13 @@ def test_without_a_match_it_returns_the_last_trial_and_never_reflects_after_it()
 
 def test_reflections_carry_over_and_source_text_does_not():
     _, engine = run(Script(["a", "b", "Tulsa"]), question())
-    trial_starts = [p for p in engine.prompts if not is_reflection(p) and field(p, "trajectory").startswith("Now turn 1")]
+    trial_starts = [p for p in engine.prompts if not is_reflection(p) and is_trial_start(p)]
     assert len(trial_starts) == 3
     assert field(trial_starts[0], "reflections").startswith("(none")
     assert "QQLESSON1" in field(trial_starts[1], "reflections") and "QQLESSON2" not in field(trial_starts[1], "reflections")
     assert "QQLESSON1" in field(trial_starts[2], "reflections") and "QQLESSON2" in field(trial_starts[2], "reflections")
     for p in trial_starts:
-        assert SOURCE not in p and "Turn 1" not in field(p, "trajectory")
+        assert SOURCE not in p and field(p, "unread_titles").splitlines() == [t.title for t in POOL]
     reflect_prompt = next(p for p in engine.prompts if is_reflection(p))
     assert SOURCE in field(reflect_prompt, "trajectory")  # the reflection call sees the failed trial
 
@@ -88,3 +93,19 @@ def test_reflexion_refuses_to_run_without_an_oracle():
     with dspy.context(lm=scripted_lm([]), adapter=dspy.JSONAdapter()), recording(Ledger()):
         with pytest.raises(TypeError, match="oracle"):
             Reflexion()(question=Q, paragraphs=POOL)
+
+
+def test_a_trial_turn_is_directs_turn_plus_the_reflections():
+    _, engine = run(Script(["a", "Tulsa"]), question())
+    turns = [p for p in engine.prompts if not is_reflection(p)]
+    _, _, direct = run_program(Direct(budget=3), Q, POOL, [act("read", BAND), act("submit", answer="a")])
+    direct_inputs = ["question", "unread_titles", "last_result"]
+    assert [input_fields(p) for p in turns] == [["question", "reflections", "unread_titles", "last_result"]] * 4
+    # Trial 1 shows exactly what Direct's prompts show after the same actions; trial 2 the same again.
+    for trial in (turns[:2], turns[2:]):
+        assert [[field(p, n) for n in direct_inputs] for p in trial] == [[field(p, n) for n in direct_inputs]
+                                                                        for p in direct.prompts]
+    assert field(turns[1], "last_result").startswith(f'Read "{BAND}" (2 turns left, counting the submit).')
+    for p in turns:  # no trajectory, no list of all titles, no turn line
+        assert "[[ ## trajectory ## ]]" not in p and "[[ ## titles ## ]]" not in p and "Now turn" not in p
+    assert "Attempt 1: QQLESSON1" in field(turns[2], "reflections")

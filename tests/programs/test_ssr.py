@@ -1,11 +1,22 @@
 """SSR's control flow on a scripted LM: call counts, refinement, fallbacks, independent votes."""
 
-from programs import SSR
+from programs import SSR, Direct
 from tests.scripted import act, field, run_program
+from tests.programs.test_direct_prompt import input_fields
 from tests.programs.test_eir import POOL, Q
 
 BAND, ALBUM, ACT = "Tinted Windows (band)", "Tinted Windows (album)", "Act of Congress"
 STEPS = {"facts": "nothing read yet", "justification": "the band page names the city", "action": "read the band page"}
+DIRECT_INPUTS = ["question", "unread_titles", "last_result"]
+
+
+def role(prompt):
+    """Which of SSR's calls a prompt is, by its instructions."""
+    for text, name in (("Break the proposed action", "decompose"), ("Check one step", "verify"),
+                       ("A verifier found a wrong step", "refine")):
+        if text in prompt:
+            return name
+    return "action"
 
 
 def judge(verdict="accept", correction="", confidence=0.9):
@@ -92,3 +103,41 @@ def test_an_unparseable_proposal_is_rejected_without_verification():
     pred, ledger, _ = run(Script(["no json here", act("submit", answer="x")]))
     assert [t.accepted for t in pred.episode.turns] == [False, True]
     assert ledger.by_role() == {"action": 2, "decompose": 1, "verify": 9}
+
+
+def test_the_proposal_is_directs_turn_and_the_added_calls_see_the_sentences_read():
+    moves = [("read", BAND), ("read", ACT)]
+    submit = dict(answer="Tulsa", citations=[(BAND, 1)])
+    script = Script([act(k, t, thought=f"QQTHOUGHT{i}") for i, (k, t) in enumerate(moves)] + [act("submit", **submit)])
+    pred, _, engine = run(script, budget=3)
+    _, _, direct = run_program(Direct(budget=3), Q, POOL, [act(k, t) for k, t in moves] + [act("submit", **submit)])
+    assert pred.answer == "Tulsa" and len(direct.prompts) == 3
+    proposals = [p for p in engine.prompts if role(p) == "action"]
+    # Exactly Direct's inputs, with Direct's values after the same actions.
+    assert [input_fields(p) for p in proposals] == [input_fields(p) for p in direct.prompts] == [DIRECT_INPUTS] * 3
+    assert [[field(p, n) for n in DIRECT_INPUTS] for p in proposals] == \
+           [[field(p, n) for n in DIRECT_INPUTS] for p in direct.prompts]
+    for p in proposals:  # no trajectory, no list of all titles, no turn line, no earlier thought
+        assert "[[ ## trajectory ## ]]" not in p and "[[ ## titles ## ]]" not in p and "Now turn" not in p
+        assert "QQTHOUGHT" not in p
+    assert ALBUM in field(proposals[2], "unread_titles") and BAND not in proposals[2]  # read on turn 1, not shown
+    # Decompose sees the proposal and the sentences read; verify also what can be read next.
+    decompose = [p for p in engine.prompts if role(p) == "decompose"]
+    assert [input_fields(p) for p in decompose] == [["question", "evidence", "proposal"]] * 3
+    assert field(decompose[1], "proposal") == "Thought: QQTHOUGHT1\nAction: read 'Act of Congress'"
+    assert field(decompose[0], "evidence") == "(no evidence was read)"
+    assert field(decompose[2], "evidence") == (f"## {BAND}\n[0] Tinted Windows is a supergroup.\n"
+                                               f"[1] Their first show was in Tulsa.\n\n## {ACT}\n[0] Act of Congress is a group.")
+    verify = [p for p in engine.prompts if role(p) == "verify"]
+    assert {tuple(input_fields(p)) for p in verify} == {("question", "evidence", "unread_titles", "steps", "step")}
+    assert field(verify[-1], "unread_titles") == ALBUM and "QQTHOUGHT0" not in verify[-1]
+
+
+def test_the_refinement_sees_the_sentences_read_and_the_unread_titles():
+    verdicts = {"action": [judge("reject", f"read: {BAND}", 0.9), judge("reject", f"read: {BAND}", 0.8), judge()]}
+    script = Script([act("read", ACT), act("submit", answer="Tulsa")], verdicts, refined=[act("read", BAND)])
+    _, _, engine = run(script, budget=2)
+    refine = next(p for p in engine.prompts if role(p) == "refine")
+    assert input_fields(refine) == ["question", "evidence", "unread_titles", "steps", "step", "correction"]
+    assert field(refine, "unread_titles").splitlines() == [ALBUM, BAND, ACT]
+    assert field(refine, "evidence") == "(no evidence was read)"

@@ -1,6 +1,7 @@
 """Every clause of SSR's step-4 rule and the step-5 choice, on hand-made judgments."""
 
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
+from tests.scripted import act
 
 
 def accept(c=0.9):
@@ -62,3 +63,58 @@ def test_lowest_confidence_qualifying_step_is_refined_and_ties_go_to_the_later_s
     tie_b = vote(reject(c=0.9), reject(c=0.9), step="action")
     assert step_to_refine([tie_a, tie_b]).step == "action"
     assert step_to_refine([action]) is None
+
+
+# --- D.1's fallback: an agreed correction to the action step --------------------------------------------
+
+
+def test_one_rejection_is_no_agreed_correction_whatever_the_other_votes():
+    """The old rule took a lone rejection as 'agreed' (a majority of one); D.1's agreement is clause (c)
+    of a step whose own votes qualify."""
+    assert vote(reject("read: X"), accept(), accept(), step="action").agreed is None
+    assert vote(reject("read: X"), INVALID, INVALID, step="action").agreed is None
+    assert vote(reject("read: X"), step="action").agreed is None
+
+
+def test_an_agreed_correction_needs_the_steps_own_qualifying_majority():
+    # Two agreeing rejections among five valid votes: agreeing, but not a majority of the valid judgments (b).
+    split = vote(reject("a"), reject("a"), accept(), accept(), accept(), step="action")
+    assert not split.qualifies and split.agreed is None
+    # Rejections that do not agree (c): none.
+    assert vote(reject("a"), reject("b"), reject("c"), step="action").agreed is None
+    # A qualifying step: its majority correction, from the first rejection carrying it.
+    both = vote(accept(), reject("a", c=0.7), reject("b"), reject("a", c=0.6), step="action")
+    assert both.qualifies and both.agreed.key == "a" and both.agreed.confidence == 0.7
+    assert both.summary()["agreed_correction"] == "a" and split.summary()["agreed_correction"] is None
+
+
+def ssr_run(action_votes):
+    """SSR on the scripted LM: the facts step qualifies (three agreeing rejections, the least confident step),
+    its refinement is unusable twice, and the action step gets `action_votes` on every turn."""
+    from tests.programs.test_ssr import ACT, Script, judge, run
+
+    verdicts = {"facts": [judge("reject", "the album is by the band", 0.9)], "action": action_votes}
+    script = Script([act("read", ACT), act("submit", answer="x")], verdicts, refined=["not json", "not json"])
+    pred, ledger, _ = run(script)
+    return pred, ledger
+
+
+def test_ssr_does_not_execute_a_lone_action_rejections_correction():
+    from tests.programs.test_ssr import ACT, BAND, judge
+
+    # One of three verifiers rejects the action step with a usable correction; two accept it.
+    pred, ledger = ssr_run([judge("reject", f"read: {BAND}", 0.9), judge(), judge()])
+    first = pred.trajectory["ssr"][0]
+    assert first["refined_step"] == "facts" and first["executed"] == "proposal (refinement gave no valid action)"
+    assert pred.episode.turns[0].read_title == ACT and ledger.by_role()["refine"] == 2
+    assert [v["agreed_correction"] for v in first["votes"]] == ["the album is by the band", None, None]
+
+
+def test_ssr_falls_back_to_the_action_steps_agreed_correction_when_another_step_was_refined():
+    from tests.programs.test_ssr import BAND, judge
+
+    # Two of three reject the action step and agree: it qualifies too, but the facts step is less certain.
+    pred, _ = ssr_run([judge("reject", f"read: {BAND}", 0.6), judge("reject", f"read: {BAND}", 0.6), judge()])
+    first = pred.trajectory["ssr"][0]
+    assert first["refined_step"] == "facts" and first["executed"] == "agreed correction of the action step"
+    assert pred.episode.turns[0].read_title == BAND

@@ -1,4 +1,4 @@
-"""H.4 (final-vs-submitted) and Tables 5 and 8 (support) on hand-built records, counts worked by hand."""
+"""H.4 (final-vs-submitted) and Tables 5 and 8 (EM and support) on hand-built records, counts worked by hand."""
 
 from __future__ import annotations
 
@@ -86,18 +86,22 @@ def test_final_vs_submitted_without_eligible_questions_or_eir_runs(tmp_path):
                                    context(tmp_path), tmp_path)
 
 
-# --- Tables 5 and 8: Support F1 ------------------------------------------------------------------
+# --- Tables 5 and 8: answer EM and Support F1 -------------------------------------------------------
 
-def sf1(pairs: list[tuple[str, float]]) -> list[dict]:
-    # Support EM: every supporting sentence cited and nothing else, i.e. Support F1 of 1.
-    return [{"id": qid, "support_f1": value, "sp_em": float(value == 1.0)} for qid, value in pairs]
+def sf1(pairs: list[tuple[str, float]], exact: tuple[str, ...] = ()) -> list[dict]:
+    # Support EM: every supporting sentence cited and nothing else, i.e. Support F1 of 1. Answer EM: the
+    # questions in `exact`, chosen apart from the support so that the two EMs differ.
+    return [{"id": qid, "support_f1": value, "sp_em": float(value == 1.0), "em": float(qid in exact)}
+            for qid, value in pairs]
 
 
 def support_runs() -> list[LoggedRun]:
     return [
-        run("eir", "hotpotqa", sf1([("q1", 1.0), ("q2", 0.75), ("q3", 0.5), ("q4", 0.5)]), start=5),
-        # Direct ran q5 instead of q4: compared on q1-q3.
-        run("direct", "hotpotqa", sf1([("q1", 0.5), ("q2", 0.5), ("q3", 0.0), ("q5", 1.0)]), start=4),
+        # Answers exactly q2-q4, but cites exactly only q1.
+        run("eir", "hotpotqa", sf1([("q1", 1.0), ("q2", 0.75), ("q3", 0.5), ("q4", 0.5)], exact=("q2", "q3", "q4")),
+            start=5),
+        # Direct ran q5 instead of q4: compared on q1-q3. Answers exactly q1 only.
+        run("direct", "hotpotqa", sf1([("q1", 0.5), ("q2", 0.5), ("q3", 0.0), ("q5", 1.0)], exact=("q1",)), start=4),
         run("direct", "hotpotqa", sf1([("q1", 0.0)]), start=1),  # older: ignored
         # 25 points below EIR on every question.
         run("reflexion_oracle", "hotpotqa", sf1([("q1", 0.75), ("q2", 0.5), ("q3", 0.25), ("q4", 0.25)]), start=3),
@@ -137,17 +141,52 @@ def test_support_table5_pairs_eir_and_direct_on_shared_questions(tmp_path):
     assert "+41.7" in report.tables["table5_support_eir_vs_direct.md"]
 
 
-def test_support_table5_reports_support_em_with_mcnemar(tmp_path):
+def test_support_table5_em_is_answer_exact_match_with_mcnemar_and_support_em_an_extra(tmp_path):
     report = support.analyze(support_runs(), context(tmp_path), tmp_path)
     head, rows = table(report, "table5_support_eir_vs_direct.md")
-    assert head == ["column", "baseline", "n", "EIR", "baseline SF1", "Δ EIR − baseline [95% CI]", "p",
-                    "EIR Support EM", "baseline Support EM", "EM b / c", "McNemar p"]
-    # q1-q3: EIR exact on q1 only, Direct on none: c = 1 (only EIR), b = 0; one discordant pair: p = 1.
+    assert head == ["column", "baseline", "n", "EIR EM", "baseline EM", "EM b / c", "EM McNemar p",
+                    "EIR SF1", "baseline SF1", "Δ SF1 EIR − baseline [95% CI]", "p",
+                    "EIR Support EM", "baseline Support EM", "Support EM b / c", "Support EM McNemar p"]
     row = rows[("hotpotqa · m", "direct")]
-    assert [row[c] for c in head[7:]] == ["33.3", "0.0", "0 / 1", "1.0000"]
+    # Answer EM on q1-q3: EIR exact on q2, q3; Direct on q1: b = 1 (only Direct), c = 2 (only EIR);
+    # three discordant pairs, min 1: p = 2 × (1 + 3) / 8 = 1.
+    assert [row[c] for c in head[3:7]] == ["66.7", "33.3", "1 / 2", "1.0000"]
+    # Support EM on q1-q3: EIR exact on q1 only, Direct on none: b = 0, c = 1; p = 1.
+    assert [row[c] for c in head[11:]] == ["33.3", "0.0", "0 / 1", "1.0000"]
     key = "eir_minus_direct/pool/hotpotqa/local/m"
-    assert (report.metrics[f"mcnemar_b/{key}"], report.metrics[f"mcnemar_c/{key}"]) == (0, 1)
-    assert report.metrics[f"support_em_eir/{key}"] == pytest.approx(100 / 3)
+    m = report.metrics
+    assert (m[f"em_mcnemar_b/{key}"], m[f"em_mcnemar_c/{key}"], m[f"em_mcnemar_p/{key}"]) == (1, 2, 1.0)
+    assert m[f"em_eir/{key}"] == pytest.approx(200 / 3) and m[f"em_other/{key}"] == pytest.approx(100 / 3)
+    assert (m[f"support_em_mcnemar_b/{key}"], m[f"support_em_mcnemar_c/{key}"]) == (0, 1)
+    assert m[f"support_em_eir/{key}"] == pytest.approx(100 / 3)
+    assert report.params["em"].startswith("answer Exact Match (record em)")
+    assert "EM: answer Exact Match" in report.tables["table5_support_eir_vs_direct.md"]
+
+
+def test_support_table5_em_mcnemar_p_on_a_lopsided_column(tmp_path):
+    # EIR answers exactly all six, Direct none: c = 6, b = 0, exact two-sided p = 2 × 0.5^6; the support
+    # scores are equal, so Support EM is 0 / 0 with p = 1.
+    ids = [f"q{i}" for i in range(6)]
+    runs = [run("eir", "hotpotqa", sf1([(q, 0.5) for q in ids], exact=tuple(ids))),
+            run("direct", "hotpotqa", sf1([(q, 0.5) for q in ids]))]
+    report = support.analyze(runs, context(tmp_path), tmp_path)
+    key = "eir_minus_direct/pool/hotpotqa/local/m"
+    assert report.metrics[f"em_mcnemar_p/{key}"] == pytest.approx(2 * 0.5 ** 6)
+    assert report.metrics[f"support_em_mcnemar_p/{key}"] == pytest.approx(1.0)
+    _, rows = table(report, "table5_support_eir_vs_direct.md")
+    row = rows[("hotpotqa · m", "direct")]
+    assert (row["EIR EM"], row["baseline EM"], row["EM b / c"], row["EM McNemar p"]) == ("100.0", "0.0", "0 / 6",
+                                                                                       "0.0312")
+
+
+def test_support_records_without_answer_em_get_dashes_and_a_note(tmp_path):
+    old = [{k: v for k, v in r.items() if k != "em"} for r in sf1([("q1", 1.0)])]
+    runs = [run("eir", "hotpotqa", old), run("direct", "hotpotqa", sf1([("q1", 0.5)], exact=("q1",)))]
+    report = support.analyze(runs, context(tmp_path), tmp_path)
+    _, rows = table(report, "table5_support_eir_vs_direct.md")
+    row = rows[("hotpotqa · m", "direct")]
+    assert (row["EIR EM"], row["EM McNemar p"]) == ("–", "–") and row["Support EM b / c"] == "0 / 1"
+    assert any("lack em; no em compared" in n for n in report.notes)
 
 
 def test_support_table8_holm_spans_each_baselines_columns(tmp_path):
@@ -171,17 +210,18 @@ def test_support_table8_holm_spans_each_baselines_columns(tmp_path):
 def test_support_table8_has_ssr_and_first_trial_rows(tmp_path):
     report = support.analyze(support_runs(), context(tmp_path), tmp_path)
     head, rows = table(report, "table8_support_eir_vs_agents.md")
+    assert "EIR EM" not in head and "Table 7" in report.tables["table8_support_eir_vs_agents.md"]  # SF1 only
     assert list(rows) == [("hotpotqa · m", "ssr"), ("2wiki · m", "reflexion_oracle"),
                           ("hotpotqa · m", "reflexion_oracle"), ("hotpotqa · m", "reflexion_first")]
     # SSR: 100 on q1-q4; EIR (100 + 75 + 50 + 50) / 4 = 68.75. Support EM: SSR exact on all four, EIR on q1:
     # b = 3 (only SSR), c = 0, p = 2 × 0.5^3.
     ssr = rows[("hotpotqa · m", "ssr")]
-    assert (ssr["n"], ssr["EIR"], ssr["baseline SF1"]) == ("4", "68.8", "100.0")
-    assert ssr["Δ EIR − baseline [95% CI]"].startswith("-31.2")
-    assert (ssr["EIR Support EM"], ssr["baseline Support EM"], ssr["EM b / c"], ssr["McNemar p"]) == \
-        ("25.0", "100.0", "3 / 0", "0.2500")
+    assert (ssr["n"], ssr["EIR SF1"], ssr["baseline SF1"]) == ("4", "68.8", "100.0")
+    assert ssr["Δ SF1 EIR − baseline [95% CI]"].startswith("-31.2")
+    assert (ssr["EIR Support EM"], ssr["baseline Support EM"], ssr["Support EM b / c"],
+            ssr["Support EM McNemar p"]) == ("25.0", "100.0", "3 / 0", "0.2500")
     first = rows[("hotpotqa · m", "reflexion_first")]
-    assert first["Δ EIR − baseline [95% CI]"] == "+0.0 [+0.0, +0.0]" and first["EM b / c"] == "0 / 0"
+    assert first["Δ SF1 EIR − baseline [95% CI]"] == "+0.0 [+0.0, +0.0]" and first["Support EM b / c"] == "0 / 0"
     assert report.metrics["diff/eir_minus_reflexion_first/pool/hotpotqa/local/m"] == pytest.approx(0.0)
 
 
@@ -201,6 +241,8 @@ def test_support_reports_each_runs_mean_and_n(tmp_path):
     report = support.analyze(support_runs(), context(tmp_path), tmp_path)
     assert report.metrics["support_f1/eir/pool/hotpotqa/local/m"] == pytest.approx(68.75)  # (100+75+50+50)/4
     assert report.metrics["support_em/eir/pool/hotpotqa/local/m"] == pytest.approx(25.0)
+    assert report.metrics["em/eir/pool/hotpotqa/local/m"] == pytest.approx(75.0)  # answer EM: q2-q4 of 4
+    assert report.metrics["em/direct/pool/hotpotqa/local/m"] == pytest.approx(25.0)  # q1 of q1, q2, q3, q5
     assert report.metrics["n/eir/pool/hotpotqa/local/m"] == 4
     assert report.metrics["support_f1/direct/pool/hotpotqa/local/m"] == pytest.approx(50.0)  # the newer Direct
     assert "68.8" in report.tables["support_f1_runs.md"]

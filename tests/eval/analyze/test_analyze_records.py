@@ -176,6 +176,27 @@ def test_c2_unreadable_shares_and_paired_recomparison(tmp_path):
     assert report.metrics[f"unreadable_share/eir/hotpotqa/{LM}"] == pytest.approx(0.2)
 
 
+def test_c2_names_its_counting_and_fence_reading_and_counts_outputs_beside_questions(tmp_path):
+    # Direct: one question with an unparseable first turn that still submitted (readable as an answer, one
+    # unparseable output of two), one BAD (last turn unparseable, no submit), one OK.
+    recovered = answered("q9", 1.0, 1, submit_traj(False, turn(False, "not_json"), turn()))
+    runs = [logged("eir", "hotpotqa", EIR_C2, "r-eir"),
+            logged("direct", "hotpotqa", [recovered, DIRECT_C2[2], DIRECT_C2[0]], "r-direct")]
+    report = parse_failures.analyze(runs, Context(out=tmp_path, resamples=200), tmp_path)
+    head, rows = table_rows(report.tables["c2_parse_failures.md"], "method")
+    assert head[-2:] == ["unparseable outputs / outputs", "% of outputs"]
+    # Per question: 1 of 3 (BAD). Per output: q9's first turn and BAD's last, of 2 + 2 + 2 turns.
+    assert [rows[("direct",)][c] for c in ("unreadable", "unreadable %", *head[-2:])] == ["1", "33.3", "2 / 6", "33.3"]
+    # EIR: five questions with two turns and a final call each (q5 raised: none); q2's final call unparseable.
+    assert [rows[("eir",)][c] for c in head[-2:]] == ["1 / 15", "6.7"]
+    assert report.metrics[f"unparseable_outputs/direct/hotpotqa/{LM}"] == 2
+    assert report.metrics[f"unparseable_output_share/eir/hotpotqa/{LM}"] == pytest.approx(1 / 15)
+    assert report.params["counting"].startswith("per question: the output the method is scored on")
+    assert report.params["json_only_fences"].startswith("text: a code fence around the JSON object is text")
+    note = report.tables["c2_parse_failures.md"]
+    assert "Counting (a choice" in note and "Code fences (a choice: H.4 is silent): text: " in note
+
+
 def test_c2_without_a_baseline_says_so(tmp_path):
     report = parse_failures.analyze([logged("eir", "hotpotqa", EIR_C2, "r-eir")], Context(out=tmp_path), tmp_path)
     assert "no EIR-family run with a non-EIR run" in report.tables["c2_readable_comparison.md"]
@@ -268,6 +289,19 @@ def test_table21_by_hand(tmp_path):
     assert report.metrics[f"calls_after_support_share/reflexion_oracle/hotpotqa/{LM}"] == pytest.approx(5 / 17)
     assert report.metrics[f"support_never_read/reflexion_oracle/hotpotqa/{LM}"] == 1
     assert report.metrics[f"support_never_read/eir/hotpotqa/{LM}"] == 1
+
+
+def test_table21_note_states_the_per_trial_rule_the_counts_apply(tmp_path):
+    report = calls_after_support.analyze([logged("reflexion_oracle", "hotpotqa", REFLEXION_T21, "r-x")],
+                                         Context(out=tmp_path), tmp_path)
+    text = report.tables["table21_calls_after_support.md"]
+    # x3 read G1 in trial 1 and G2 in trial 2: "never read" under the note's rule, as in the counts.
+    _, rows = table_rows(text, "method")
+    assert (rows[("reflexion_oracle",)]["support read"], rows[("reflexion_oracle",)]["never read"]) == ("2", "1")
+    assert "a paragraph read only in an earlier trial does not count" in text
+    assert "counting as read" not in text  # the earlier note said the opposite of the rule applied
+    assert "that turn's own action call excluded" in text
+    assert report.params["reflexion_support"] == "within one trial"
 
 
 def test_table21_refuses_turns_without_calls_made(tmp_path):

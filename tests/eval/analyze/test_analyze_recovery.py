@@ -118,6 +118,16 @@ def test_extra_retrieval_keeps_the_answer_when_nothing_is_read(tmp_path, model):
     assert report.metrics[f"requested_share/{key}"] == 0 and report.metrics[f"f1_diff/{key}"] == 0
     assert report.metrics[f"em_gained/{key}"] == 0 and report.metrics[f"em_lost/{key}"] == 0
     assert report.metrics[f"calls_added/{key}"] == 2
+    assert report.params["no_read"] == model_selected.KEEP_ANSWER  # F.4 keeps the answer; F.3 answers again
+
+
+def test_extra_retrieval_says_the_papers_added_calls_are_not_reproducible(tmp_path, model):
+    run = logged(tmp_path, [record("q1")])
+    report = extra_retrieval.analyze([run], Context(out=tmp_path / "out", resamples=200), tmp_path)
+    table = report.tables["table17_extra_retrieval.md"]
+    assert "10,841 added calls (1.81/q over 6,000 questions) are not reproducible" in table
+    assert "at most 6,000 + 2,915 = 8,915 (1.49/q)" in table and "the paper's 1.81)" not in table
+    assert report.params["paper_calls_added"] == extra_retrieval.PAPER_CALLS_NOTE
 
 
 def test_extra_retrieval_rereads_and_counts_gains(tmp_path, model):
@@ -209,27 +219,78 @@ def rows_of(text):
 
 
 @pytest.mark.parametrize("pick", [["Alpha Port"], ["alpha port", "No Such Page"]])
-def test_model_selected_picking_only_read_or_unknown_titles_reads_nothing_and_keeps_the_answer(tmp_path, model, pick):
+def test_model_selected_reading_nothing_still_runs_the_final_call_on_the_unchanged_evidence(tmp_path, model, pick):
     model["model"] = Model(pick=pick)  # Alpha Port was read already; the other title is in no pool
     run = logged(tmp_path, [record("q1")])
     report = model_selected.analyze([run], Context(out=tmp_path / "out", resamples=200), tmp_path)
     key = "model-selected/eir/hotpotqa/local/scripted"
-    assert report.metrics[f"successful_reads/{key}"] == 0
+    assert report.metrics[f"successful_reads/{key}"] == 0 and report.metrics[f"final_without_read/{key}"] == 1
     assert report.metrics[f"conversions/model-selected/model-selected/eir/hotpotqa/local/scripted"] == 0
     log = json.loads((tmp_path / "out" / "call_logs" / run.run_id / "model-selected.jsonl").read_text())
-    assert (log["read"], log["answered"], log["answer"]) == ([], False, EARLIER)  # the recorded answer stands
-    assert [c["role"] for c in log["lm_calls"]] == ["select"]  # no final call over unchanged evidence
-    assert report.params["no_read"] == model_selected.NO_READ
+    # F.3: the final call ran over the evidence as it was (no Beta Isle), and its answer is the one scored.
+    assert (log["read"], log["answered"], log["answer"]) == ([], True, "Pemba")
+    assert [c["role"] for c in log["lm_calls"]] == ["select", "final"]
+    final = model["model"].prompts[-1]
+    assert "It ships cloves." in final and "## Beta Isle" not in final
+    assert report.params["no_read"] == model_selected.NO_READ == "final call on the unchanged evidence"
+    reads = rows_of(report.tables["table16_model_selected.md"].split("## What was read")[1])
+    assert (reads[0]["successful extra read"], reads[0]["final call on unchanged evidence"]) == ("0", "1")
+    calls = rows_of(report.tables["table16_model_selected.md"].split("## Calls the analysis added")[1])
+    assert [(c["step"], c["by role"]) for c in calls] == [("control", "final 1"),
+                                                          ("model-selected", "final 1, select 1")]
 
 
-def test_model_selected_unparseable_selection_reads_nothing(tmp_path, model):
+def test_model_selected_unparseable_selection_reads_nothing_and_answers_again(tmp_path, model):
     model["model"] = Unparseable()
     run = logged(tmp_path, [record("q1")])
     report = model_selected.analyze([run], Context(out=tmp_path / "out", resamples=200), tmp_path)
     key = "model-selected/eir/hotpotqa/local/scripted"
     assert report.metrics[f"unparseable_selections/{key}"] == 1 and report.metrics[f"successful_reads/{key}"] == 0
+    assert report.metrics[f"final_without_read/{key}"] == 1
     log = json.loads((tmp_path / "out" / "call_logs" / run.run_id / "model-selected.jsonl").read_text())
-    assert (log["select_parsed"], log["answered"], log["answer"]) == (False, False, EARLIER)
+    assert (log["select_parsed"], log["answered"], log["answer"]) == (False, True, "Pemba")
+
+
+class Lucky(Model):
+    """Final calls answer right whatever the evidence (a fresh call can get it right without new text)."""
+
+    def __call__(self, prompt):
+        out = super().__call__(prompt)
+        return out if "unread_titles" in prompt else {"answer": ANSWER, "citations": []}
+
+
+def test_model_selected_counts_exact_matches_with_and_without_a_successful_read(tmp_path, model):
+    # q1 picks only a paragraph already read: no read, but the rerun final call is exact (the paper's 1 of 174).
+    model["model"] = Lucky(pick=["Alpha Port"])
+    run = logged(tmp_path, [record("q1")])
+    report = model_selected.analyze([run], Context(out=tmp_path / "out", resamples=200), tmp_path)
+    key = "model-selected/eir/hotpotqa/local/scripted"
+    m = report.metrics
+    assert (m[f"matches_after_read/{key}"], m[f"matches_without_read/{key}"]) == (0, 1)
+    assert m[f"conversions/model-selected/model-selected/eir/hotpotqa/local/scripted"] == 1
+    reads = rows_of(report.tables["table16_model_selected.md"].split("## What was read")[1])
+    assert (reads[0]["exact matches after a successful read"], reads[0]["exact matches without a successful read"]) \
+        == ("0", "1")
+
+
+def test_model_selected_reruns_call_log_entries_of_the_earlier_no_read_rule(tmp_path, model):
+    run = logged(tmp_path, [record("q1"), record("q2")])
+    logs = tmp_path / "out" / "call_logs" / run.run_id
+    logs.mkdir(parents=True)
+    calls = [{"role": "select", "prompt_tokens": 1, "completion_tokens": 1, "cost_usd": None}]
+    earlier = [  # q1: read nothing and kept the recorded answer (the earlier rule); q2: read and answered
+        {"id": "q1", "step": "model-selected", "selected": ["Alpha Port"], "select_parsed": True, "read": [],
+         "answered": False, "answer": EARLIER, "citations": [], "parsed": None, "lm_calls": calls, "error": None},
+        {"id": "q2", "step": "model-selected", "selected": ["Beta Isle"], "select_parsed": True, "read": ["Beta Isle"],
+         "answered": True, "answer": ANSWER, "citations": [], "parsed": True,
+         "lm_calls": calls + [{**calls[0], "role": "final"}], "error": None}]
+    (logs / "model-selected.jsonl").write_text("".join(json.dumps(e) + "\n" for e in earlier))
+    model["model"] = Model(pick=["Alpha Port"])
+    report = model_selected.analyze([run], Context(out=tmp_path / "out", resamples=200), tmp_path)
+    # 2 control calls, then q1 alone again: a select and the final call. q2's entry is kept as it is.
+    assert len(model["model"].prompts) == 4 and sum("unread_titles" in p for p in model["model"].prompts) == 1
+    key = "model-selected/eir/hotpotqa/local/scripted"
+    assert report.metrics[f"final_without_read/{key}"] == 1 and report.metrics[f"successful_reads/{key}"] == 1
 
 
 def test_model_selected_final_call_sees_old_and_new_evidence_once(tmp_path, model):

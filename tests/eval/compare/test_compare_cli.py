@@ -126,3 +126,26 @@ def test_stopped_runs_are_compared_on_the_questions_they_finished_only_when_aske
     assert sorted(comparison.ids) == ["q2", "q3"]  # the questions both finished
     assert comparison.f1.diff == pytest.approx(50.0)  # eir: q2 wrong, q3 right; direct: both wrong
     assert any("stopped (KILLED) after 2 of its 3 questions" in n for n in out["grid"].notes)
+
+
+def test_compare_prints_and_writes_the_warnings_of_a_degenerate_run(workdir, monkeypatch, capsys):
+    from tests.eval.runs.test_run_warnings import DIRECT_WARNINGS, nonsense
+
+    use_lm(monkeypatch, reply)
+    healthy = run_module.main(ARGS)["run_id"]
+    use_lm(monkeypatch, nonsense)  # Direct never writes JSON: every turn rejected, no answer
+    degenerate = run_module.main(ARGS + ["--method", "direct"])["run_id"]
+    capsys.readouterr()
+    out = compare_module.main(["--runs", healthy, degenerate, "--resamples", "100"])
+    printed = capsys.readouterr().out
+    name = "direct / hotpotqa / local/scripted / H=6"
+    expected = [f"- {name}: {w.removeprefix('direct: ')} (run {degenerate})" for w in DIRECT_WARNINGS]
+    # Printed before the comparison's tables, and written beside them.
+    assert printed.index("# Degenerate runs") < printed.index("# Table 1")
+    assert [line for line in printed.splitlines() if line.startswith("- ")] == expected
+    assert [line for line in (out["out"] / "degenerate_runs.md").read_text().splitlines() if line.startswith("- ")] \
+        == expected
+    assert mlflow.get_run(out["run_id"]).data.metrics["degenerate_runs"] == 1.0
+
+    quiet = compare_module.main(["--runs", healthy, "--no-log", "--resamples", "100"])
+    assert "degenerate_runs.md" not in quiet["files"] and quiet["metrics"]["degenerate_runs"] == 0.0

@@ -218,7 +218,7 @@ def test_validation_errors_name_the_file_and_the_entry(tmp_path):
     assert "missing required key 'n'" in bad(tmp_path, 'experiment = "x"\ndatasets = ["hotpotqa"]\nlms = ["m"]\n')
     assert "methods[1].method: unknown value 'eirr'" in bad(tmp_path, ok + '[[methods]]\nmethod = "eirr"\n')
     assert "methods[0] (method = 'eir'): unknown key 'vote'" in bad(tmp_path, BASE + '[[methods]]\nmethod = "eir"\nvote = 3\n')
-    assert "'votes' is not an option of method eir (its options: ablation)" in bad(
+    assert "'votes' is not an option of method eir (its options: ablation, invalid_updates)" in bad(
         tmp_path, BASE + '[[methods]]\nmethod = "eir"\nvotes = 3\n')
     assert "'ablation' is not an option of method direct (it takes none)" in bad(
         tmp_path, BASE + '[[methods]]\nmethod = "direct"\nablation = "repair"\n')

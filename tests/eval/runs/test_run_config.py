@@ -15,7 +15,7 @@ from eval.runs.config import LMConfig, ProgramFile, RunConfig
 LOCAL = "local/qwen2.5-coder-1.5b"  # the default --lm as it is logged
 TAG_KEYS = ["method", "dataset", "data_file", "n", "seed", "lm_model", "lm_path", "api_base", "price_in", "price_out",
             "temperature", "max_tokens", "decoding", "request_timeout", "budget", "threads", "engine", "server_args",
-            "options", "setting", "index", "lm", "default_decoding", "label"]  # the eir.config tag, in its order
+            "options", "setting", "index", "futile_searches", "lm", "default_decoding", "label"]  # the eir.config tag, in its order
 
 
 def config(*flags: str) -> RunConfig:
@@ -67,7 +67,7 @@ def test_a_program_and_a_corpus_round_trip_too(tmp_path):
     for each in (c, ran(c), corpus):
         assert RunConfig.from_tag(each.to_tag()) == each
     keys = list(json.loads(corpus.to_tag()))
-    assert keys[keys.index("index") + 1:] == ["corpus", "corpus_paragraphs", "lm", "default_decoding", "label"]
+    assert keys[keys.index("index") + 1:] == ["futile_searches", "corpus", "corpus_paragraphs", "lm", "default_decoding", "label"]
     assert json.loads(ran(c).to_tag())["program"] == {"name": "boot", "path": c.program.path, "sha256": c.program.sha256}
 
 
@@ -134,8 +134,11 @@ BEFORE_ENGINE = {"method": "eir", "dataset": "hotpotqa", "data_file": "d.jsonl",
 
 def test_runs_logged_by_earlier_versions_still_load():
     first = RunConfig.from_tag(json.dumps(FIRST_TAG))
-    assert (first.variant, first.label, first.setting, dict(first.options)) == ("eir", "eir", "pool", {})
-    assert first.run_name == "eir / hotpotqa / local/smollm2-135m / H=6"
+    # Logged before EIR's list-update rule was an option: the rule then in force (reject), named,
+    # so it never pairs with runs under the paper's pool rule (discard).
+    assert (first.variant, first.label, first.setting, dict(first.options)) == (
+        "eir invalid_updates=reject", "eir", "pool", {"invalid_updates": "reject"})
+    assert first.run_name == "eir invalid_updates=reject / hotpotqa / local/smollm2-135m / H=6"
     assert first.recorded_decoding is None  # logged before --decoding: read back as not recorded ...
     assert first.lm.decoding == "strict" and first.lm.engine == "inprocess"  # ... but it ran strict, in-process
     assert first.lm.request_timeout == 600.0 and first.lm.server_args == "" and first.program is None
@@ -147,15 +150,46 @@ def test_runs_logged_by_earlier_versions_still_load():
     assert api.lm.spec(1).api_bases == ("http://127.0.0.1:8080/v1",) and api.lm.request_timeout == 120.0
 
     engine = RunConfig.from_tag(json.dumps(BEFORE_ENGINE))
-    assert engine.lm.engine == "inprocess" and engine.recorded_decoding == "schema" and engine.variant == "eir"
+    assert engine.lm.engine == "inprocess" and engine.recorded_decoding == "schema"
+    assert engine.variant == "eir invalid_updates=reject"
     assert engine.lm.spec(1).engine == "inprocess"
+
+
+def test_eirs_list_update_rule_is_logged_resolved_and_named_only_off_the_papers_rule():
+    pool, corpus = config(), config("--setting", "corpus")
+    assert pool.options["invalid_updates"] == "discard" and corpus.options["invalid_updates"] == "reject"
+    assert pool.variant == "eir" and corpus.variant == "eir"
+    off = config("--invalid-updates", "reject")
+    assert off.options["invalid_updates"] == "reject" and off.variant == "eir invalid_updates=reject"
+    assert RunConfig.from_tag(off.to_tag()).variant == "eir invalid_updates=reject"
+    assert RunConfig.from_tag(pool.to_tag()).variant == "eir"
+    with pytest.raises(SystemExit, match="--invalid-updates is EIR's list-update rule"):
+        config("--method", "direct", "--invalid-updates", "reject")
+
+
+def test_the_corpus_search_rule_is_logged_named_off_the_paper_and_reaches_the_environment(tmp_path):
+    import dspy
+
+    from eir_dspy.corpus_index import CorpusIndex
+    from programs.setting import new_environment
+
+    paper, old = config("--setting", "corpus"), config("--setting", "corpus", "--futile-searches", "reject")
+    assert (paper.futile_searches, paper.variant) == ("run", "eir")
+    assert (old.futile_searches, old.variant) == ("reject", "eir futile_searches=reject")
+    assert RunConfig.from_tag(old.to_tag()) == old
+    before = {k: v for k, v in json.loads(paper.to_tag()).items() if k != "futile_searches"}
+    assert RunConfig.from_dict(before).futile_searches == "reject"  # corpus runs logged before the option
+    index = CorpusIndex.__new__(CorpusIndex)  # the environment only keeps a reference until it searches
+    assert new_environment((), index).futile_searches == "run"
+    with dspy.context(futile_searches="reject"):
+        assert new_environment((), index).futile_searches == "reject"
 
 
 def test_resuming_a_run_from_before_decoding_keeps_its_label():
     first = RunConfig.from_tag(json.dumps(FIRST_TAG))
     resumed = ran(first, model="local/smollm2-135m")
     assert (resumed.lm.decoding, resumed.default_decoding, resumed.label) == ("strict", "strict", "eir")
-    assert resumed.variant == "eir" and resumed.recorded_decoding == "strict"
+    assert resumed.variant == "eir invalid_updates=reject" and resumed.recorded_decoding == "strict"
     # A run that asks for strict today is another condition, and named so.
     assert ran(config("--lm", "smollm2-135m", "--decoding", "strict"), model="local/smollm2-135m").label == \
         "eir decoding=strict"

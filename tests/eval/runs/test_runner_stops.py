@@ -235,7 +235,7 @@ def reflexion_reply(prompt):
     if "`reflection`" in prompt:
         return {"reflection": "read the fort's page"}
     fort = "Fort " + field(prompt, "question").split("number ")[1].split()[0]
-    if field(prompt, "trajectory").startswith("Now turn 1"):
+    if field(prompt, "last_result").startswith("(nothing yet"):  # a trial's first turn
         return act("read", fort)
     return act("submit", answer="Varn", citations=[(fort, 0)])
 

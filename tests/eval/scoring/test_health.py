@@ -1,0 +1,204 @@
+"""Degenerate-run warnings (eval.scoring.health) on hand-built records: each fires with its counts and
+main cause, and a healthy run of every method gets none."""
+
+from collections import Counter
+from itertools import count
+
+import pytest
+
+from eval.scoring import health
+from eval.scoring.health import warnings_for
+from eval.scoring.summary import behaviour, summarize
+
+
+IDS = count(1)
+
+
+def read_turn(n, title="t"):
+    return {"turn": n, "action": {"kind": "read", "title": title}, "accepted": True, "feedback": "read"}
+
+
+def submit_turn(n, answer="a"):
+    return {"turn": n, "action": {"kind": "submit", "answer": answer}, "accepted": True, "feedback": "submitted"}
+
+
+def rejected_turn(n, cause):
+    return {"turn": n, "action": None, "accepted": False, "feedback": "rejected", "rejection_cause": cause}
+
+
+def call(role, completion_tokens=20):
+    return {"role": role, "model": "m", "prompt_tokens": 100, "completion_tokens": completion_tokens,
+            "latency_s": 0.1, "cache_hit": False, "cost_usd": None}
+
+
+def record(method="eir", turns=(), prediction="an answer", reads=None, submitted=True, final_parsed=True,
+           calls=None, error=None, trials=None):
+    """A record as eval.runs.execute writes it, from an episode's turn dicts (or Reflexion's trials, as
+    (turns, submitted) pairs); `reads` defaults to the accepted read turns."""
+    if trials is not None:
+        trajectory = {"method": "reflexion", "trials": [
+            {"trial": i + 1, "turns": list(ts), "submitted": "a" if sub else None, "forced_end": not sub}
+            for i, (ts, sub) in enumerate(trials)], "stopped_at": len(trials)}
+        turns, submitted = [t for ts, _ in trials for t in ts], trials[-1][1]
+    elif method == "full_pool":
+        trajectory = {"method": "full_pool", "final_parsed": final_parsed}
+    else:
+        trajectory = {"method": method, "turns": list(turns), "submitted": "a" if submitted else None,
+                      "forced_end": not submitted, **({"final_parsed": final_parsed} if method == "eir" else {})}
+    if error is not None:
+        trajectory = None
+    rejected = [t["rejection_cause"] for t in turns if not t["accepted"]]
+    read = sum(1 for t in turns if t["accepted"] and t["action"]["kind"] == "read")
+    episode = trajectory is not None and method != "full_pool"
+    return {"id": f"q{next(IDS)}", "prediction": prediction, "answer_f1": 0.5, "em": 0.0, "support_f1": 0.5,
+            "calls": len(calls or []), "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": None,
+            "cache_hits": 0, "seconds": 1.0, "turns": len(turns), "rejected_actions": len(rejected),
+            "rejections_by_cause": dict(Counter(rejected)), "reads": read if reads is None else reads,
+            "searches": 0, "gold_read_share": 0.5, "forced_end": (not submitted) if episode else None,
+            "submitted_before_budget": submitted and episode, "error": error,
+            "trajectory": trajectory, "lm_calls": calls or []}
+
+
+def healthy(method):
+    if method == "full_pool":
+        return record("full_pool", reads=0, calls=[call("final")])
+    if method == "reflexion":
+        return record(trials=[([read_turn(1), read_turn(2), submit_turn(3)], True)], calls=[call("action")] * 3)
+    turns = [read_turn(1), rejected_turn(2, "not_json"), read_turn(3), submit_turn(4)]
+    return record(method, turns, calls=[call("action")] * 4 + ([call("final")] if method == "eir" else []))
+
+
+@pytest.mark.parametrize("method", ["eir", "direct", "ssr", "reflexion", "full_pool"])
+def test_a_healthy_run_of_every_method_gets_no_warning(method):
+    records = [healthy(method) for _ in range(5)]
+    assert warnings_for(method, records, max_tokens=256) == []
+    assert health.render([]) == ""
+
+
+def test_most_turns_rejected_names_the_share_the_counts_and_the_main_cause():
+    first = [rejected_turn(i, "invalid_citation") for i in range(1, 8)] + [rejected_turn(8, "not_json"),
+                                                                              read_turn(9), read_turn(10)]
+    second = [rejected_turn(i, "invalid_citation") for i in range(1, 6)] + [rejected_turn(6, "missing_field")] + \
+        [read_turn(7), read_turn(8), read_turn(9), submit_turn(10)]
+    found = warnings_for("eir", [record("eir", first), record("eir", second)])
+    assert [w.text for w in found] == ["eir: 70% of turns rejected (14 of 20; main cause invalid_citation: 12)"]
+    w = found[0]
+    assert (w.code, w.count, w.total, w.cause, w.cause_count) == ("rejected_turns", 14, 20, "invalid_citation", 12)
+    # Its counts are the summary table's: 14 / 20 is the rejected share it shows.
+    assert summarize([record("eir", first), record("eir", second)])["rejected_action_rate"] == pytest.approx(0.7)
+
+
+def test_half_the_turns_rejected_is_not_most():
+    turns = [rejected_turn(1, "not_json"), read_turn(2), rejected_turn(3, "not_json"), submit_turn(4)]
+    assert warnings_for("eir", [record("eir", turns)]) == []
+
+
+def test_direct_that_never_submits_gets_both_warnings_with_their_causes():
+    records = [record("direct", [read_turn(i) for i in range(1, 7)], prediction="", submitted=False)
+               for _ in range(10)]
+    texts = [w.text for w in warnings_for("direct", records)]
+    assert texts == ["direct: 10 of 10 episodes ended without a submission (main cause read on every turn: 10)",
+                     "direct: every answer is empty (10 of 10; main cause no submission: 10)"]
+    assert behaviour(records)["no_submission_rate"] == 1.0
+
+
+def test_episodes_without_a_submission_name_how_their_last_turn_ended():
+    rejected_last = [read_turn(1), read_turn(2), rejected_turn(3, "no_reads_left")]
+    records = [record("ssr", rejected_last, submitted=False) for _ in range(2)] + \
+        [record("ssr", [rejected_turn(1, "not_json"), rejected_turn(2, "not_json")], submitted=False),
+         record("ssr", [read_turn(1), submit_turn(2)])]
+    found = {w.code: w for w in warnings_for("ssr", records)}
+    assert found["no_submission"].text == ("ssr: 3 of 4 episodes ended without a submission "
+                                           "(main cause last turn rejected (no_reads_left): 2)")
+
+
+def test_eir_and_full_pool_are_not_scored_on_a_submission():
+    records = [record("eir", [read_turn(1), read_turn(2)], submitted=False) for _ in range(3)]
+    assert warnings_for("eir", records) == []  # its final call answers after a forced end
+
+
+def test_reflexion_counts_each_trial_as_an_episode():
+    failed = ([read_turn(1), read_turn(2)], False)
+    records = [record(trials=[failed, failed, ([read_turn(1), submit_turn(2)], True)]) for _ in range(2)] + \
+        [record(trials=[failed, failed], prediction="")]
+    found = {w.code: w for w in warnings_for("reflexion_oracle", records)}
+    assert found["no_submission"].text == ("reflexion_oracle: 6 of 8 episodes ended without a submission "
+                                           "(main cause read on every turn: 6)")
+    assert (found["no_submission"].count, found["no_submission"].total) == (6, 8)
+    assert "empty_answers" not in found  # 1 of 3 is not most
+
+
+def test_almost_no_reads_names_the_reads_a_question_and_why_none_were_read():
+    records = [record("eir", [submit_turn(1)]), record("eir", [submit_turn(1)]),
+               record("eir", [read_turn(1), submit_turn(2)]), record("eir", [rejected_turn(1, "not_json")] * 3,
+                                                                     submitted=False)]
+    found = warnings_for("eir", records)
+    few = next(w for w in found if w.code == "few_reads")
+    assert few.text == ("eir: almost no paragraphs read (0.2 a question; 3 of 4 questions read none, "
+                        "main cause submitted without reading: 2)")
+    assert (few.count, few.total) == (3, 4)
+
+
+def test_few_reads_is_a_low_mean_or_most_questions_unread():
+    def run(reads):
+        return [record("direct", [read_turn(1), submit_turn(2)], reads=n) for n in reads]
+
+    assert warnings_for("direct", run([0, 2, 2])) == []  # 1.3 a question, 1 of 3 unread
+    assert [w.text for w in warnings_for("direct", run([0, 1, 1]))] == [
+        "direct: almost no paragraphs read (0.7 a question; 1 of 3 questions read none, "
+        "main cause submitted without reading: 1)"]
+    assert [(w.count, w.total) for w in warnings_for("direct", run([0, 0, 0, 6, 6]))] == [(3, 5)]  # 2.4 a question
+
+
+def test_full_pool_reads_nothing_by_construction():
+    records = [record("full_pool", reads=0) for _ in range(4)]
+    assert warnings_for("full_pool", records) == []
+
+
+def test_failed_questions_are_left_out_of_reads_and_named_as_the_cause_of_empty_answers():
+    ok = record("eir", [read_turn(1), read_turn(2), submit_turn(3)])
+    failed = [record("eir", prediction="", error="RuntimeError: boom") for _ in range(3)]
+    texts = [w.text for w in warnings_for("eir", [ok, *failed])]
+    assert texts == ["eir: 3 of 4 answers are empty (main cause question failed: 3)"]
+
+
+def test_empty_answers_from_an_unreadable_final_call():
+    turns = [read_turn(1), submit_turn(2)]
+    records = [record("eir", turns, prediction="", final_parsed=False) for _ in range(2)] + [record("eir", turns)]
+    assert [w.text for w in warnings_for("eir", records)] == [
+        "eir: 2 of 3 answers are empty (main cause final answer unreadable: 2)"]
+
+
+def test_answers_cut_at_the_token_limit_need_the_limit():
+    turns = [read_turn(1), submit_turn(2)]
+    cut = [call("action"), call("action", 256), call("final", 256)]
+    records = [record("eir", turns, prediction="", final_parsed=False, calls=cut) for _ in range(3)] + \
+        [record("eir", turns, calls=[call("action"), call("action"), call("final")])]
+    texts = [w.text for w in warnings_for("eir", records, max_tokens=256)]
+    assert texts == ["eir: 3 of 4 answers are empty (main cause cut at the token limit: 3)",
+                     "eir: 3 of 4 answering calls stopped at the 256-token limit (6 of 12 calls in all)"]
+    # Without the run's limit the cut is not looked for, and the empty answers keep their other cause.
+    assert [w.text for w in warnings_for("eir", records)] == [
+        "eir: 3 of 4 answers are empty (main cause final answer unreadable: 3)"]
+    assert warnings_for("eir", records, max_tokens=512) == warnings_for("eir", records)
+
+
+def test_a_turn_method_s_answering_call_is_its_last_turn():
+    records = [record("direct", [read_turn(1), submit_turn(2)], calls=[call("action"), call("action", 64)])
+               for _ in range(2)]
+    found = warnings_for("direct", records, max_tokens=64)
+    assert [(w.code, w.count, w.total) for w in found] == [("cut_at_limit", 2, 2)]
+
+
+def test_the_method_comes_from_the_records_unless_given():
+    records = [record("direct", [read_turn(i) for i in range(1, 7)], submitted=False) for _ in range(2)]
+    assert [w.code for w in warnings_for("some label", records)] == ["no_submission"]
+    assert warnings_for("some label", records, method="eir") == []
+    assert warnings_for("x", []) == []
+
+
+def test_render_prints_one_warning_line_each():
+    records = [record("direct", [read_turn(i) for i in range(1, 7)], prediction="", submitted=False)]
+    assert health.render(warnings_for("direct", records)) == (
+        "warning: direct: 1 of 1 episodes ended without a submission (main cause read on every turn: 1)\n"
+        "warning: direct: every answer is empty (1 of 1; main cause no submission: 1)\n")
