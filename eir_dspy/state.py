@@ -79,26 +79,34 @@ class ConclusionRevision(BaseModel):
 
 @dataclass(frozen=True)
 class MalformedUpdates:
-    """A list-update field whose value did not read as its entries (kept, not raised, so that the
-    action beside it still parses): one invalid part, with the cause Table 22 counts it under."""
+    """A list-update field whose value did not read as its entries, or is missing (kept, not raised,
+    so that the action beside it still parses): one invalid part, with the cause Table 22 counts it
+    under. It reads as no updates wherever a list of them is iterated or tested."""
 
     cause: str  # WRONG_TYPE or MISSING_FIELD
-    detail: str  # where and what, e.g. "0.citations.0.sentence: sentence position '1' is not an integer"
+    where: str  # the entry and field, e.g. "0.citations"; "" for the list itself
+    message: str  # what is wrong, e.g. "Value error, sentence position '1' is not an integer"
+    raw: object = None  # the value as the model wrote it
 
-    def __iter__(self):  # reads as no updates wherever a list of them is iterated
+    def __iter__(self):
         return iter(())
+
+    def __len__(self) -> int:
+        return 0
 
 
 def read_updates(value, annotation):
     """`value` validated as the list-update field `annotation` (one of LIST_UPDATE_TYPES), or the
-    MalformedUpdates that says why it is not one."""
+    MalformedUpdates that says why it is not one (None: the field was missing or null)."""
+    if value is None:
+        return MalformedUpdates(MISSING_FIELD, "", "the field is missing")
     try:
         return _adapter(annotation).validate_python(value)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         cause = MISSING_FIELD if first["type"] == "missing" else WRONG_TYPE
-        return MalformedUpdates(cause, f"{where}: {first['msg']}" if where else first["msg"])
+        return MalformedUpdates(cause, where, first["msg"], value)
 
 
 # The list-update fields' types. The adapter (eir_dspy/lm/decoding.py) reads a field of one of these
@@ -148,7 +156,8 @@ class AgentLists:
         evidence: EvidenceStore,
     ) -> list[Rejection]:
         """Every problem with the proposed updates, each with its rejection cause, in update order."""
-        problems = [Rejection(updates.cause, f"{which}_updates.{updates.detail}")
+        problems = [Rejection(updates.cause, f"{which}_updates{'.' + updates.where if updates.where else ''}: "
+                                             f"{updates.message}")
                     for which, updates in (("requirement", requirement_updates), ("conclusion", conclusion_updates))
                     if isinstance(updates, MalformedUpdates)]
         for update in requirement_updates:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import Optional
 
 import dspy
 import pydantic
@@ -87,9 +88,10 @@ class DecodingAdapter(dspy.JSONAdapter):
 
 @functools.lru_cache(maxsize=64)
 def _unvalidated(signature, names: tuple[str, ...]):
-    """`signature` with the fields `names` taken as whatever JSON value the output holds."""
+    """`signature` with the fields `names` taken as whatever JSON value the output holds, None when
+    it holds none (a field that may be None is filled in by DSPy when missing)."""
     for name in names:
-        signature = signature.with_updated_fields(name, type_=object)
+        signature = signature.with_updated_fields(name, type_=Optional[object])
     return signature
 
 

@@ -54,10 +54,14 @@ def episode_feedback(q, prediction) -> list[str]:
         lines.append(f"Turn {t.turn} was rejected ({t.rejection_cause}): {t.feedback}")
     if len(rejected) > MAX_REJECTIONS_SHOWN:
         lines.append(f"... and {len(rejected) - MAX_REJECTIONS_SHOWN} more rejected turns.")
-    trajectory = getattr(prediction, "trajectory", None)
-    discarded = (trajectory.list_updates or {}).get("discarded") if trajectory is not None else None
-    if discarded:
-        lines.append(f"{discarded} turn(s) had invalid list updates, so their actions did not run.")
+    # Under the pool's rule the turn ran and only its list updates were dropped; under `reject` the
+    # turn is among the rejected ones above.
+    discarded = [t for t in episode.turns if t.accepted and t.discarded_cause]
+    for t in discarded[:MAX_REJECTIONS_SHOWN]:
+        lines.append(f"Turn {t.turn}: its list updates were invalid and discarded ({t.discarded_cause}); "
+                     "the action ran, the lists stayed unchanged.")
+    if len(discarded) > MAX_REJECTIONS_SHOWN:
+        lines.append(f"... and {len(discarded) - MAX_REJECTIONS_SHOWN} more turns with discarded list updates.")
     unread = sorted(q.gold_titles - set(episode.evidence.titles))
     if unread:
         lines.append("Paragraphs needed for the answer that were never read: " + ", ".join(unread))

@@ -139,7 +139,8 @@ def _run(program, example, script: list[dict]) -> tuple[list | None, str | None]
         return None, DIVERGED
     episode = prediction.episode
     gold_titles = list(dict.fromkeys(t for t, _ in example.supporting_facts))
-    took_all = (not adapter.script and episode.rejected_turns == 0 and episode.submitted is not None
+    took_all = (not adapter.script and episode.rejected_turns == 0 and not any(t.discarded_cause for t in episode.turns)
+                and episode.submitted is not None
                 and list(episode.evidence.titles) == gold_titles and prediction.answer == example.answer.strip())
     return (trace, None) if took_all else (None, DIVERGED)
 

@@ -20,6 +20,7 @@ import orjson
 from dspy.teleprompt.bootstrap_trace import FailedPrediction
 
 from eir_dspy.accounting import Ledger
+from eir_dspy.state import MalformedUpdates
 from eval.compile.feedback import FeedbackMetric
 from eval.compile.metric import Metric
 from eval.compile.reflection import reflection_lm
@@ -183,8 +184,18 @@ class _ParsedStepsOnly:
 
     def __call__(self, example, prediction, trace=None):
         if trace is not None:
-            trace[:] = [step for step in trace if not isinstance(step[2], FailedPrediction)]
+            trace[:] = [step for step in trace if not _failed(step[2])]
         return self.metric(example, prediction, trace)
+
+
+def _failed(output) -> bool:
+    """A step that must not become a demo: an unusable output, or an EIR turn whose list updates did
+    not read (they are kept as MalformedUpdates so the action runs; as a demo they would teach a
+    format no signature asks for)."""
+    if isinstance(output, FailedPrediction):
+        return True
+    values = output.values() if hasattr(output, "values") else ()
+    return any(isinstance(v, MalformedUpdates) for v in values)
 
 
 class UsedRoundRobin:

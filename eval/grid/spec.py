@@ -85,6 +85,9 @@ GRID_KEYS = ("experiment", "paper", "reference", "n", "seed", "datasets", "lms",
              "families")
 FAMILY_KEYS = ("name", "compare", "per_column", "per_pair", "size")  # as eval.compare.families reads them
 GRID_FLAGS = ("experiment", "limit", "seed", "lm", "dataset", "budget", "data", "resume")  # set per cell by the grid
+# The protocol's version in every cell key: a cell run before the protocol changed (issue 31: EIR's
+# pool rule, the baselines' prompts, the corpus searches) is another cell, never reused as this one.
+RULES = "issue31"
 METHOD_OPTIONS = ("ablation", "invalid_updates", "votes", "verifier_temperature", "trials")  # taken only by some methods
 PROGRAM = "program"  # a compiled program file: it fits one method, so only a [[methods]] entry names it
 NOT_IN_KEY = ("threads", "request_timeout", "trace", "out")  # how a run runs, not what it measures
@@ -359,7 +362,7 @@ def _cell(grid: Grid, number: int, entry_index: int, method: str, flags: dict, d
 def _key(grid: Grid, method: str, flags: dict, args: argparse.Namespace, options) -> str:
     """The cell's key: what the run measures, as canonical JSON (see the module docstring)."""
     key = {"method": method, "dataset": args.dataset, "lm": args.lm, "budget": args.budget, "limit": grid.n,
-           "seed": grid.seed}
+           "seed": grid.seed, "rules": RULES}
     if grid.data.get(args.dataset) is not None:
         key["data"] = grid.data[args.dataset]
     defaults = options_for(method, args.setting)

@@ -242,6 +242,9 @@ class RunConfig:
         """The condition eval.run's flags ask for. Exits on a method option the method does not take
         or a --program that is not a program file compiled for this method and options."""
         options = method_options(args)
+        if args.setting != "corpus" and args.futile_searches != DEFAULT_FUTILE_SEARCHES:
+            raise SystemExit("error: --futile-searches is a rule of the corpus setting's searches; "
+                             "the pool has none (add --setting corpus)")
         program = compiled_program(args.program, args.method, options) if args.program else None
         return cls(method=args.method, dataset=args.dataset, setting=args.setting, budget=args.budget,
                    options=options, lm=LMConfig.from_args(args), data_file=args.data, n=args.limit,
@@ -357,8 +360,10 @@ class RunConfig:
         - no `futile_searches` (before it existed): `reject` in the corpus setting, the rule then in
           force (its variant names it); the pool has no search;
         - an EIR run with no `invalid_updates` option (before it existed): `reject`, the rule every
-          EIR run followed from issue 21 until then, so its variant names it (`eir invalid_updates=reject`
-          in the pool) and it never pairs with runs under the paper's pool rule;
+          EIR run followed from issue 21 (commit be4627c) until then, so its variant names it
+          (`eir invalid_updates=reject` in the pool) and it never pairs with runs under the paper's
+          pool rule. Pool runs logged before issue 21 discarded invalid updates and are read as
+          `reject` too: the tag does not tell them apart;
         - `api_base` one string (before --api-base took several): that one endpoint;
         - keys no version reads any more (e.g. `constrained`, of the first runs) are ignored.
         """

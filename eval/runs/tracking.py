@@ -69,6 +69,7 @@ def log_config(config: RunConfig) -> None:
         "endpoints": lm.endpoints,
         "price_in": lm.price_in, "price_out": lm.price_out, **config.options,
         "setting": config.setting, "index": config.index,
+        "futile_searches": config.futile_searches if config.setting == "corpus" else None,
         "corpus": config.corpus, "corpus_paragraphs": config.corpus_paragraphs,
         "acceptance": acceptance(config.method),
         **program_params(config),

@@ -30,6 +30,9 @@ FEW_READS_PER_QUESTION = 1.0
 MOST_QUESTIONS_UNREAD = 0.5
 # More than half the final answers empty (every one scores 0), or cut at the token limit (the model ran
 # out of tokens before it finished writing them).
+# More than half of EIR's accepted turns with their list updates discarded (the pool's rule): the lists
+# that should guide its reads were mostly never built, so EIR ran as little more than a reader.
+MOST_UPDATES_DISCARDED = 0.5
 MOST_ANSWERS_EMPTY = 0.5
 MOST_ANSWERS_CUT = 0.5
 
@@ -49,7 +52,7 @@ class RunWarning:
     """One sign that a run degenerated: `count` of `total` (turns, episodes, questions or answering
     calls) went wrong, mostly for `cause` (`cause_count` of them), as `text` says."""
 
-    code: str  # rejected_turns, no_submission, few_reads, empty_answers, cut_at_limit
+    code: str  # rejected_turns, no_submission, few_reads, discarded_updates, empty_answers, cut_at_limit
     count: int
     total: int
     text: str
@@ -69,6 +72,7 @@ def warnings_for(label: str, records: Iterable[dict | QuestionRecord], *, method
     method = method or method_of(records)
     found = [rejected_turns(records), no_reads(records) if method not in NON_READING_METHODS else None,
              unsubmitted(records) if method in SUBMITTING_METHODS else None,
+             discarded_updates(records) if method == "eir" else None,
              empty_answers(records, method, max_tokens), cut_answers(records, max_tokens)]
     return [RunWarning(code, count, total, f"{label}: {text}", *cause) for code, count, total, text, cause
             in filter(None, found)]
@@ -105,6 +109,18 @@ def unsubmitted(records: list[QuestionRecord]) -> Found | None:
     cause = main_cause(Counter(why_no_submit(turns) for turns in without))
     text = f"{len(without)} of {len(ran)} episodes ended without a submission{cause_text(cause)}"
     return "no_submission", len(without), len(ran), text, cause
+
+
+def discarded_updates(records: list[QuestionRecord]) -> Found | None:
+    accepted = [t for r in records if r.trajectory is not None for t in r.trajectory.turns or () if t.get("accepted")]
+    causes = Counter(t["discarded_cause"] for t in accepted if t.get("discarded_cause"))
+    discarded = sum(causes.values())
+    if not accepted or discarded / len(accepted) <= MOST_UPDATES_DISCARDED:
+        return None
+    cause = main_cause(causes)
+    text = (f"{percent(discarded, len(accepted))} of accepted turns had their list updates discarded "
+            f"({discarded} of {len(accepted)}{cause_text(cause, '; ')})")
+    return "discarded_updates", discarded, len(accepted), text, cause
 
 
 def no_reads(records: list[QuestionRecord]) -> Found | None:

@@ -236,3 +236,26 @@ def test_schema_decoding_sends_the_signatures_own_schema_and_nothing_about_the_s
     action = first["$defs"]["EIRAction"]["properties"]
     assert action["kind"]["enum"] == ["read", "submit"] and action["title"]["type"] == "string"
     assert set(last["properties"]) == {"answer", "citations"} and "Act of Congress" not in json.dumps(last)
+
+
+def test_a_missing_list_field_is_an_invalid_update_discarded_in_the_pool_and_rejecting_under_reject():
+    no_conclusions = {"requirement_updates": [REQ], "action": {"kind": "read", "title": "Act of Congress"}}
+    pred, ledger, engine = run([no_conclusions, turn("submit"), final("x")])
+    assert pred.episode.reads == 1 and pred.episode.turns[0].discarded_cause == "missing_field"
+    assert pred.trajectory["requirements"] == [] and ledger.calls[0].unusable is None
+    assert field(engine.prompts[1], "last_result").endswith("conclusion_updates: the field is missing.")
+    pred, _, _ = run_rejecting([no_conclusions, turn("submit"), final("x")])
+    assert pred.episode.reads == 0 and pred.episode.turns[0].rejection_cause == "missing_field"
+
+
+def test_a_step_with_unreadable_list_updates_never_becomes_a_demo():
+    from dspy.teleprompt.bootstrap_trace import FailedPrediction
+    import dspy
+
+    from eir_dspy.state import MalformedUpdates
+    from eval.compile.optimizers import _failed
+
+    bad = dspy.Prediction(requirement_updates=[], conclusion_updates=MalformedUpdates("wrong_type", "0", "x", [1]),
+                          action=None)
+    assert _failed(bad) and _failed(FailedPrediction(completion_text="x"))
+    assert not _failed(dspy.Prediction(requirement_updates=[], conclusion_updates=[], action=None))

@@ -202,3 +202,17 @@ def test_render_prints_one_warning_line_each():
     assert health.render(warnings_for("direct", records)) == (
         "warning: direct: 1 of 1 episodes ended without a submission (main cause read on every turn: 1)\n"
         "warning: direct: every answer is empty (1 of 1; main cause no submission: 1)\n")
+
+
+def test_eir_whose_list_updates_are_mostly_discarded_is_warned_with_the_main_cause():
+    def discarded(n, cause):
+        return dict(read_turn(n), discarded_cause=cause)
+
+    mostly = [record(turns=[discarded(1, "invalid_citation"), discarded(2, "invalid_citation"),
+                            discarded(3, "wrong_type"), submit_turn(4)]) for _ in range(2)]
+    [w] = warnings_for("eir", mostly)
+    assert w.code == "discarded_updates" and (w.count, w.total) == (6, 8)
+    assert w.text == "eir: 75% of accepted turns had their list updates discarded (6 of 8; main cause invalid_citation: 4)"
+    half = [record(turns=[discarded(1, "invalid_citation"), read_turn(2), discarded(3, "wrong_type"), submit_turn(4)])]
+    assert warnings_for("eir", half) == []  # exactly half is not most
+    assert warnings_for("direct", [record(method="direct", turns=[discarded(1, "x"), submit_turn(2)])]) == []
