@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from dataclasses import dataclass
 
 from eir_dspy.paragraphs import Paragraph
@@ -62,13 +64,13 @@ class EvidenceStore:
     def __len__(self) -> int:
         return len(self._records)
 
-    def render(self, last: int | None = None) -> str:
+    def render(self, titles: Sequence[str] | None = None) -> str:
         """Evidence as the final answer call sees it: grouped by title, labelled by sentence index.
-        `last=n` renders only the n paragraphs read most recently."""
+        `titles`: only these paragraphs, in that order."""
         if not self._records:
             return "(no evidence was read)"
         blocks = []
-        for title in self._titles[-last:] if last else self._titles:
+        for title in self._titles if titles is None else titles:
             lines = [f"[{r.sentence_index}] {r.text.strip()}" for r in self._records.values() if r.title == title]
             blocks.append(f"## {title}\n" + "\n".join(lines))
         return "\n\n".join(blocks)

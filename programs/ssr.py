@@ -162,8 +162,11 @@ class SSR(dspy.Module):
         self.search_verify = dspy.Predict(VerifySearchStep)
         self.search_refine = dspy.Predict(RefineSearchStep)
 
+    # The roles with a corpus variant (`search_<role>`); decompose serves both settings.
+    CORPUS_ROLES = ("turn", "verify", "refine")
+
     def predictor(self, role: str, episode: Episode) -> dspy.Predict:
-        corpus = episode.env.setting == "corpus" and hasattr(self, f"search_{role}")
+        corpus = episode.env.setting == "corpus" and role in self.CORPUS_ROLES
         return getattr(self, f"search_{role}" if corpus else role)
 
     @staticmethod

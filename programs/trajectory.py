@@ -47,13 +47,7 @@ def recent_paragraphs(episode: Episode, n: int = 2) -> str:
             break
         if t.accepted and t.read_title and t.read_title not in titles:
             titles.append(t.read_title)
-    if not titles:
-        return "(none read yet)"
-    blocks = []
-    for title in reversed(titles):
-        lines = [f"[{r.sentence_index}] {r.text.strip()}" for r in episode.evidence.records if r.title == title]
-        blocks.append(f"## {title}\n" + "\n".join(lines))
-    return "\n\n".join(blocks)
+    return episode.evidence.render(titles[::-1]) if titles else "(none read yet)"
 
 
 def read_paragraphs(episode: Episode) -> list[tuple[str, int]]:
