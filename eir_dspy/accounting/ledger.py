@@ -2,8 +2,10 @@
 collected in the Ledger that `recording` makes active for the current context.
 
 A record is made from the LM history entry the call appended (`_record`). A cache hit keeps the
-tokens of the response it replays, so a cached rerun reports the same calls, tokens and cost as
-the original run; it is flagged, not dropped.
+tokens and cost of the call that produced the response it replays (replay.py keeps them through
+DSPy's cache), so a cached rerun, or a question resumed mid-way, reports the same calls, tokens and
+cost as the original run; the call is flagged as a cache hit, not dropped, and a run reports how
+many of its calls and tokens were paid and how many replayed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 from eir_dspy.accounting.prices import price_call
+from eir_dspy.accounting.replay import REPLAYED_USAGE, plain_usage
 
 
 @dataclass
@@ -82,22 +85,23 @@ def calls_so_far() -> int:
 
 def _record(role: str, model: str, entry: dict, latency: float, error: str | None,
             unusable: str | None = None) -> CallRecord:
-    prompt, completion = _tokens(entry.get("response"))
-    # DSPy's history keeps an empty usage dict for a cache hit, but the replayed response
-    # still carries the usage of the call that produced it.
-    cache_hit = not entry.get("usage") and (prompt + completion) > 0
+    response = entry.get("response")
+    # A cache hit's original usage (replay.py); a fresh call's response is stored with it too, but
+    # keeps its own usage.
+    replayed = None if entry.get("usage") else getattr(response, REPLAYED_USAGE, None)
+    prompt, completion = _tokens(response)
+    if replayed:
+        prompt, completion = replayed["prompt_tokens"], replayed["completion_tokens"]
+    # A hit is marked by DSPy (`cache_hit`) or by the usage replay.py kept; a hit whose response still
+    # carries its usage (lm15's native responses) shows as an entry with an empty usage.
+    cache_hit = bool(replayed) or bool(getattr(response, "cache_hit", False)) or \
+        (not entry.get("usage") and (prompt + completion) > 0)
     # Not DSPy's entry["cost"]: LiteLLM reports 0.0 for a model it has no prices for once a Router
-    # has registered it, which would turn "unknown" into "free".
+    # has registered it, which would turn "unknown" into "free". A hit is priced as the call it replays.
     cost = price_call(model, prompt, completion)
     return CallRecord(role, model, prompt, completion, latency, cache_hit, cost, error, unusable)
 
 
 def _tokens(response) -> tuple[int, int]:
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        return 0, 0
-    if isinstance(usage, dict):
-        return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-    prompt = getattr(usage, "input_tokens", None) or getattr(usage, "prompt_tokens", None) or 0
-    completion = getattr(usage, "output_tokens", None) or getattr(usage, "completion_tokens", None) or 0
-    return int(prompt), int(completion)
+    usage = plain_usage(getattr(response, "usage", None))
+    return usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)

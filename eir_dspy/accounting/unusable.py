@@ -43,7 +43,8 @@ def _unusable(role: str, exc: Exception) -> UnusableOutput:
         cause, message = exc.cause, exc.detail
     elif isinstance(exc, dspy.utils.exceptions.AdapterParseError):
         if "cannot be serialized to a JSON object" in message:
-            cause, message = "not_json", ""
+            # The adapter's reason, when it gave one (eir_dspy/acceptance.py: read_object), e.g. too long to mend.
+            cause, message = "not_json", message.split("a JSON object: ", 1)[1] if "a JSON object: " in message else ""
         elif message.startswith("Failed to parse field"):
             cause, message = "wrong_type", _type_error(exc) or message.removeprefix("Failed to parse ")
         else:

@@ -17,6 +17,7 @@ to build their per-call schema. The adapter also applies the calling method's ac
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from typing import Optional
 
@@ -25,7 +26,7 @@ import pydantic
 from dspy.adapters.json_adapter import _get_structured_outputs_response_format
 from dspy.utils.exceptions import AdapterParseError
 
-from eir_dspy.acceptance import JSON_ONLY, current_acceptance, json_only_problem
+from eir_dspy.acceptance import JSON_ONLY, REPAIR_LIMIT, NotAnObject, current_acceptance, json_only_problem, read_object
 from eir_dspy.state import LIST_UPDATE_TYPES, read_updates
 
 DECODINGS = ("strict", "schema", "free")
@@ -55,12 +56,37 @@ class DecodingAdapter(dspy.JSONAdapter):
         if current_acceptance() == JSON_ONLY and (problem := json_only_problem(completion)):
             raise RefusedOutput(type(self).__name__, signature, completion, *problem)
         lists = {name: f.annotation for name, f in signature.output_fields.items() if f.annotation in LIST_UPDATE_TYPES}
-        if not lists:
-            return super().parse(signature, completion)
-        # EIR's list updates: read as given here, then validated by eir_dspy.state, so that a malformed
+        # EIR's list updates are read as given here, then validated by eir_dspy.state, so that a malformed
         # list is an invalid update (the policy's rule decides the turn), never an unusable output.
-        fields = super().parse(_unvalidated(signature, tuple(lists)), completion)
+        read_as = _unvalidated(signature, tuple(lists)) if lists else signature
+        fields = self._fields(read_as, completion)
         return {**fields, **{name: read_updates(fields[name], annotation) for name, annotation in lists.items()}}
+
+    def _fields(self, signature, completion: str) -> dict:
+        """JSONAdapter's reading of the signature's fields, from the object `read_object` finds in linear
+        time (JSONAdapter's own search for it is quadratic in nested braces). The object is handed
+        to JSONAdapter as plain JSON, which it reads without repair; errors show the model's output."""
+        try:
+            found = read_object(completion)
+        except NotAnObject as exc:
+            raise AdapterParseError(type(self).__name__, signature, completion,
+                                    message=f"LM response cannot be serialized to a JSON object: {exc}") from None
+        for name, value in found.items():
+            # A string where a structured value is due is decoded by DSPy with json_repair: bounded here.
+            field = signature.output_fields.get(name)
+            if field is not None and field.annotation is not str and isinstance(value, str) and len(value) > REPAIR_LIMIT:
+                try:
+                    found[name] = json.loads(value)
+                except (ValueError, RecursionError):
+                    raise AdapterParseError(type(self).__name__, signature, completion, parsed_result=found,
+                                            message=f"Failed to parse field {name}: a {len(value):,}-character "
+                                                    f"string that is not valid JSON (longer than {REPAIR_LIMIT:,} "
+                                                    "characters, the most that is mended)") from None
+        try:
+            return super().parse(signature, json.dumps(found))
+        except AdapterParseError as exc:
+            exc.lm_response = completion  # what the model wrote, not the re-encoded object
+            raise
 
     # JSONAdapter's __call__/acall choose a response_format from the LM's capabilities, then run
     # ChatAdapter's; here the decoding mode chooses it instead (DSPy's own choice is skipped).

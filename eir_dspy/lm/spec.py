@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dspy
 
-from eir_dspy.accounting import register_price
+from eir_dspy.accounting import keep_replayed_usage, register_price
 
 from eir_dspy.lm.local_models import DEFAULT_MODEL, MODELS, model_path
 
@@ -65,6 +65,7 @@ def build_lm(spec: LMSpec) -> dspy.LM:
         raise ValueError("give both --price-in and --price-out (a missing one would price half the tokens at 0)")
     if spec.price_in is not None:
         register_price(spec.model, spec.price_in, spec.price_out)
+    keep_replayed_usage()  # a served model's calls are cached: a replayed call keeps its tokens and cost
     if len(spec.api_bases) > 1:
         from eir_dspy.lm.router import RouterEngine
 

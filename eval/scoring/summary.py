@@ -43,6 +43,7 @@ def summarize(records: list[dict | QuestionRecord]) -> dict[str, float]:
         "forced_end_rate": mean(1.0 if r.forced_end else 0.0 for r in records),
         "failed_questions": float(sum(r.error is not None for r in records)),
         "cache_hit_calls": float(sum(r.cache_hits for r in records)),
+        **paid_and_replayed(records),
         **citations_outside_evidence(records),
         **behaviour(records),
         "n": float(n),
@@ -53,6 +54,21 @@ def wall_per_question(records: list[QuestionRecord]) -> dict[str, float]:
     """Wall time over the questions it produced (records made before timestamps existed have none)."""
     timed = [r for r in records if r.part_started_at is not None and r.finished_at is not None]
     return {"wall_seconds_per_question": wall_time(timed) / len(timed)} if timed and wall_time(timed) else {}
+
+
+def paid_and_replayed(records: list[QuestionRecord]) -> dict[str, float]:
+    """What the run paid for and what it replayed from DSPy's response cache (an identical earlier
+    request, or a question resumed mid-way), in calls and tokens. A replayed call keeps the tokens of
+    the call that produced it (eir_dspy/accounting/replay.py), so the per-question figures above count
+    both; these say how they split. Records made before calls were logged one by one have none."""
+    calls = [c for r in records for c in (r.lm_calls or [])]
+    if not calls:
+        return {}
+    replayed = [c for c in calls if c.get("cache_hit")]
+    paid = [c for c in calls if not c.get("cache_hit")]
+    tokens = lambda cs: float(sum((c.get("prompt_tokens") or 0) + (c.get("completion_tokens") or 0) for c in cs))  # noqa: E731
+    return {"paid_calls": float(len(paid)), "replayed_calls": float(len(replayed)),
+            "paid_tokens": tokens(paid), "replayed_tokens": tokens(replayed)}
 
 
 def behaviour(records: list[dict | QuestionRecord]) -> dict[str, float]:
@@ -167,6 +183,7 @@ BEHAVIOUR_KEYS = [
     ("list_updates_discarded_per_question", "discarded/q", "{:.1f}"),
     ("tokens_per_question", "tokens/q", "{:.0f}"),
     ("completion_tokens_per_question", "out tokens/q", "{:.0f}"),
+    ("replayed_calls", "replayed calls", "{:.0f}"),  # from DSPy's cache, counted at what they cost when made
     ("seconds_per_question", "s/q", "{:.1f}"),
     ("wall_seconds_per_question", "wall s/q", "{:.1f}"),
 ]
