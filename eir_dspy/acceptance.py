@@ -179,7 +179,7 @@ def _unmendable(text: str) -> str | None:
             elif char == '"':
                 in_string = False
         elif char == '"':
-            in_string, escaped = True, False
+            in_string, escaped = depth > 0, False  # a quote in the prose around the object is text
         elif char in "{[":
             depth += 1
             deepest = max(deepest, depth)

@@ -78,6 +78,8 @@ def test_mending_stops_at_the_limit_and_says_so():
     ("{" * 4 + "}" * 4) * 25_000,
     "x {" * 70_000,
     '{"a": "' + '\\"' * 100_000,
+    '"' + "{" * 4_000 + "}" * 4_000,  # a quote before the braces must not hide them from the checks
+    'He said "x ' + "{" * 4_000 + "}" * 4_000,
 ])
 def test_hostile_outputs_are_refused_with_a_cause(hostile):
     with pytest.raises(NotAnObject):
