@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,8 +37,7 @@ from eval.data.corpus import BUILD_FULL_INDEX, FULL, corpus_name, default_index_
 from eval.data.loaders import DATASETS, DataError, load_questions, resolve_data_file
 from eval.runs.execute import run_question
 from eval.index import build_default_index
-from eval.runs.record import from_legacy
-from eval.runs.records import ResultsFile, wall_time
+from eval.runs.records import ResultsFile, ResultsFileError, RunBusy, describe_bad_lines, wall_time
 from eval.runs.config import (
     DEFAULT_BUDGET,
     DEFAULT_TRIALS,
@@ -60,6 +60,8 @@ __all__ = ["DEFAULT_EXPERIMENT", "DEFAULT_OUT", "SETTINGS", "RunConfig", "compil
 
 DEFAULT_EXPERIMENT = "eir-dspy"
 DEFAULT_OUT = "runs"
+SKIP_BAD_LINES = "--skip-bad-lines"
+RESUME_ONLY = ("skip_bad_lines",)  # how one resume reads its results file: not a flag a grid file names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,7 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "replace the zero-shot prompts; the run's variant names it (eir compiled=NAME)")
     p.add_argument("--experiment", default=DEFAULT_EXPERIMENT)
     p.add_argument("--out", default=DEFAULT_OUT, help="where per-question results are written as they finish")
-    p.add_argument("--resume", metavar="RUN_ID", default=None, help="continue a killed run")
+    p.add_argument("--resume", metavar="RUN_ID", default=None,
+                   help="continue a killed, interrupted or failed run, in its own experiment")
+    p.add_argument(SKIP_BAD_LINES, action="store_true",
+                   help="with --resume: skip the lines of the run's results file that are not its records "
+                        "(not JSON, not a valid record, another run's), reporting each; they stay in the file")
     p.add_argument("--trace", action="store_true",
                    help="one MLflow trace per question (DSPy's calls nested by mlflow.dspy.autolog), tagged with "
                         "the run and question ids and scored: answer_f1, answer_em, support_f1 as feedback")
@@ -111,28 +117,50 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def flag_defaults() -> dict:
     """Every eval.run flag (by argparse dest) and its default: what a grid file may name."""
-    return vars(parse_args([]))
+    return {k: v for k, v in vars(parse_args([])).items() if k not in RESUME_ONLY}
 
 
 def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
-    """The command line: flags -> RunConfig -> `run`. With --resume the run's own config is used
-    (the other flags, but --experiment, --out and --trace, are ignored)."""
+    """The command line: flags -> RunConfig -> `run`. With --resume the run's own config, experiment
+    and results file are used (the other flags, but --out, --trace and --skip-bad-lines, are ignored)."""
     args = parse_args(argv)
     config = None if args.resume else RunConfig.from_args(args)
-    return run(config, experiment=args.experiment, out=args.out, resume=args.resume, trace=args.trace, tags=tags)
+    return run(config, experiment=args.experiment, out=args.out, resume=args.resume, trace=args.trace, tags=tags,
+               skip_bad_lines=args.skip_bad_lines)
 
 
 def run(config: RunConfig | None, *, experiment: str = DEFAULT_EXPERIMENT, out: str = DEFAULT_OUT,
-        resume: str | None = None, trace: bool = False, tags: dict | None = None) -> dict:
-    """Run `config` (or, with `resume`, continue that run with its own config): every question, each
-    record saved as it finishes, then scored and logged to MLflow in `experiment`. `out`: where the
-    per-question results go (and the offline corpus index is looked for); `trace`: one scored MLflow
-    trace per question; `tags`: set on the run as it is created (eval.grid finds its cells by them).
-    Returns {"run_id", "metrics", "records"}. Exits (SystemExit) on a bad input, 130 on Ctrl-C, and
-    with the cause when the run failed."""
+        resume: str | None = None, trace: bool = False, tags: dict | None = None,
+        skip_bad_lines: bool = False) -> dict:
+    """Run `config` (or, with `resume`, continue that run with its own config in its own experiment):
+    every question, each record saved as it finishes, then scored and logged to MLflow in `experiment`.
+    `out`: where the per-question results go (and the offline corpus index is looked for); `trace`: one
+    scored MLflow trace per question; `tags`: set on the run as it is created (eval.grid finds its cells
+    by them); `skip_bad_lines`: on resume, leave out the results file's lines that are not the run's
+    records instead of stopping. The process holds the run's lock while it runs it.
+    Returns {"run_id", "metrics", "records"}. Exits (SystemExit) on a bad input, when another process
+    is running the run, 130 on Ctrl-C, and with the cause when the run failed."""
+    resume_id = None
+    if resume:
+        tracking.use_tracking_uri()
+        resume_id = tracking.resumable_run(resume)
+        experiment = own_experiment(resume_id, experiment)
     uri = tracking.setup(experiment)
-    resume_id = tracking.resumable_run(resume) if resume else None
+    with ExitStack() as held:
+        return _run(config, held, uri, experiment=experiment, out=out, resume_id=resume_id, trace=trace, tags=tags,
+                    skip_bad_lines=skip_bad_lines)
+
+
+def _run(config: RunConfig | None, held: ExitStack, uri: str, *, experiment: str, out: str, resume_id: str | None,
+         trace: bool, tags: dict | None, skip_bad_lines: bool) -> dict:
+    """`run` once its experiment is set; the run's lock is entered on `held`."""
+    done: dict[str, dict] = {}
     if resume_id:
+        # Held before the run is reopened or its file read: a second process resuming it stops here,
+        # and leaves the run's status and results as they are.
+        results = ResultsFile(Path(mlflow.get_run(resume_id).data.tags[tracking.RESULTS_TAG]))
+        hold(held, results, resume_id)
+        done = load_done(results, resume_id, resume_command(resume_id, experiment), skip_bad_lines)
         config = tracking.saved_config(resume_id)
     elif config is None:
         raise ValueError("run() needs a RunConfig, or a run id to resume")
@@ -164,11 +192,13 @@ def run(config: RunConfig | None, *, experiment: str = DEFAULT_EXPERIMENT, out: 
     config = config.with_label(getattr(program, "label", config.method))
 
     run_id = tracking.start_run(config, resume_id, out, tags)  # eval.grid finds its cells by these tags
-    results = ResultsFile(Path(mlflow.get_run(run_id).data.tags[tracking.RESULTS_TAG]))
+    if not resume_id:
+        results = ResultsFile(Path(mlflow.get_run(run_id).data.tags[tracking.RESULTS_TAG]))
+        hold(held, results, run_id)
     try:
         provenance.log_provenance(program, questions, config)
         records, metrics = run_questions(program, lm, questions, corpus, config, run_id, results,
-                                         resume_command(run_id, experiment), trace=trace)
+                                         resume_command(run_id, experiment), trace=trace, done=done)
     except KeyboardInterrupt:  # Ctrl-C outside the question loop (e.g. while logging the results)
         tracking.end_run_if_active("KILLED")
         raise
@@ -195,14 +225,46 @@ def run(config: RunConfig | None, *, experiment: str = DEFAULT_EXPERIMENT, out: 
     return {"run_id": run_id, "metrics": metrics, "records": records}
 
 
+def own_experiment(run_id: str, asked: str) -> str:
+    """The experiment a resumed run continues in: its own, whatever `asked` (--experiment) names."""
+    own = mlflow.get_experiment(mlflow.get_run(run_id).info.experiment_id).name
+    if own != asked:
+        print(f"note: run {run_id} is in experiment {own!r}; it continues there (not in {asked!r})", file=sys.stderr)
+    return own
+
+
+def hold(held: ExitStack, results: ResultsFile, run_id: str) -> None:
+    """Hold the run's lock until `held` closes; exit, naming the holder, when another process has it."""
+    try:
+        held.enter_context(results.hold(run_id))
+    except RunBusy as exc:
+        raise SystemExit(f"error: {exc}. Two processes must not run one run's questions; wait for it to "
+                         "finish (or stop it), then resume.") from None
+
+
+def load_done(results: ResultsFile, run_id: str, resume: str, skip_bad_lines: bool) -> dict[str, dict]:
+    """The records an earlier part of the run wrote, by question id. A line that is not one of the
+    run's records stops the resume, naming it, unless `skip_bad_lines` (then each is reported)."""
+    try:
+        done = results.load_records(run_id, skip_bad_lines=skip_bad_lines)
+    except ResultsFileError as exc:
+        raise SystemExit(f"error: {exc}Nothing was run. Remove or fix these lines, or skip them (they stay in the "
+                         f"file, left out of the run and its logged results) with:\n  {resume} {SKIP_BAD_LINES}") from None
+    if results.skipped:
+        print(f"skipping {len(results.skipped)} line(s) of {results.path} that are not records of run {run_id} "
+              f"({SKIP_BAD_LINES}; they stay in the file):\n" + describe_bad_lines(str(results.path), results.skipped),
+              end="", file=sys.stderr)
+    return done
+
+
 def log_variant(config: RunConfig, parent_id: str, name: str, records: list[dict], results_path: Path) -> dict:
     """A second result from the same trajectories (Reflexion's first trial) as its own MLflow run;
-    `config` is labelled as the variant."""
+    `config` is labelled as the variant. Its lines carry `parent_id`, the run that ran the questions."""
     variant = variant_records(records, name)
     metrics = summarize(variant)
     metrics["wall_time_s"] = sum(r["seconds"] for r in variant)
     path = results_path.with_name(f"{name}.jsonl")
-    path.write_text("".join(json.dumps(r, default=str) + "\n" for r in variant))
+    path.write_text("".join(json.dumps({**r, "run_id": parent_id}, default=str) + "\n" for r in variant))
     tracking.log_variant(config, parent_id, variant, metrics, str(path), run_warnings(config, variant))
     return metrics
 
@@ -262,19 +324,19 @@ def resume_command(run_id: str, experiment: str = DEFAULT_EXPERIMENT) -> str:
 
 
 def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str, results: ResultsFile,
-                  resume: str, *, trace: bool = False) -> tuple[list[dict], dict]:
+                  resume: str, *, trace: bool = False, done: dict[str, dict] | None = None) -> tuple[list[dict], dict]:
     """Run every question not yet done (or that failed with an error), keeping each record as it
     finishes; then score the run. Ends the MLflow run: FINISHED, KILLED (Ctrl-C) or FAILED.
-    `trace`: each question in its own scored MLflow trace (eval.runs.traces)."""
-    # Lines an earlier part wrote, in the current record form (an older version's lines are converted).
-    done = {qid: from_legacy(row).row() for qid, row in results.load().items()}
+    `trace`: each question in its own scored MLflow trace (eval.runs.traces); `done`: the records an
+    earlier part wrote (`load_done`), in the current record form."""
+    done = dict(done or {})
     todo = [q for q in questions if q.id not in done or done[q.id].get("error") is not None]
     part_started = time.time()
 
     def run_one(q):
         with dspy.context(futile_searches=config.futile_searches):  # read by programs/setting.py
             record = run_question(program, lm, q, corpus)
-        record.update(part_started_at=part_started, finished_at=time.time())
+        record.update(part_started_at=part_started, finished_at=time.time(), run_id=run_id)
         return record
 
     if trace:
@@ -298,14 +360,9 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
         print(f"\nInterrupted: {len(finished)} of {len(questions)} questions are saved in {results.path}.\n"
               f"Continue with:\n  {resume}", file=sys.stderr)
         raise SystemExit(130)
-    if stop.engine_failed:
-        message = f"the embedded engine stopped serving: {stop.failing}"
-    elif stop.failing:
-        message = f"the {stop.failed} question(s) run failed with the same error and none succeeded: {stop.failing}"
-    elif len(finished) == len(questions) and all(r.get("error") is not None for r in finished):
+    message = stop.message  # counted now: questions still running when the run was found failing included
+    if message is None and len(finished) == len(questions) and all(r.get("error") is not None for r in finished):
         message = f"every question failed; the first with: {finished[0]['error']}"
-    else:
-        message = None
     if message:
         tracking.mark_failed(message)
         raise SystemExit(f"error: run {run_id} failed: {message}\n"
@@ -313,7 +370,8 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
     records = [done[q.id] for q in questions]  # question order, whatever order they finished in
     metrics = summarize(records)
     metrics["wall_time_s"] = wall_time(records)
-    tracking.log_results(records, metrics, str(results.path))
+    with results.loggable() as path:  # without the lines a resume skipped
+        tracking.log_results(records, metrics, str(path))
     tracking.log_warnings(run_warnings(config, records))
     tracking.end_run_if_active("FINISHED")
     return records, metrics

@@ -10,7 +10,8 @@ directory itself and then in its benchmark subfolder (`BENCHMARK_DIRS`). The Hot
 file `hotpot_dev_distractor.rpt_sample300_seed0.jsonl` is an acceptance holdout: it is
 never picked from a directory, only when passed as a file.
 
-A file is a JSON list or JSONL. The layout is detected per record from its keys:
+A file is a JSON list of records or JSONL (one JSON object per line); anything else (one
+pretty-printed object, a scalar, an empty file) is a DataError saying what the file holds. The layout is detected per record from its keys:
   - HotpotQA / 2Wiki original: `context: [[title, [sentences]]]`, `supporting_facts: [[title, i]]`
   - HotpotQA Hugging Face: `context: {title: [...], sentences: [...]}`, dict supporting facts
   - 2Wiki FlashRAG: `golden_answers`, `metadata: {type, supporting_facts, context}`
@@ -175,16 +176,23 @@ def _is_abbreviation(before_dot: str) -> bool:
 # ---------------------------------------------------------------- reading
 
 
+EXPECTED_SHAPE = "expected a JSON list of records or JSONL (one JSON object per line)"
+
+
 def _read_records(path: Path) -> list[dict]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read: {exc}") from None
+    if not text.strip():
+        raise DataError(f"{path}: the file is empty: no records; {EXPECTED_SHAPE}")
     if text.lstrip().startswith("["):  # one JSON list
         try:
             records = json.loads(text)
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}: invalid JSON on line {exc.lineno}: {exc.msg}") from None
+        if not records:
+            raise DataError(f"{path}: an empty JSON list: no records")
     else:  # JSONL: one object per non-empty line
         records = []
         for lineno, line in enumerate(text.splitlines(), start=1):
@@ -193,15 +201,61 @@ def _read_records(path: Path) -> list[dict]:
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError as exc:
+                if not records and exc.pos >= len(line.rstrip()):  # line 1 stops inside a value
+                    _refuse_multiline_json(path, text)  # JSON written over several lines: say what it is
                 raise DataError(
                     f"{path}: record {len(records)}: invalid JSON on line {lineno}: {exc.msg}"
                 ) from None
-    if not records:
-        raise DataError(f"{path}: no records")
+        if len(records) == 1 and not isinstance(records[0], dict):
+            raise DataError(f"{path}: the file is a single JSON value, {_json_kind(records[0])}, not records; "
+                            f"{EXPECTED_SHAPE}")
     for index, record in enumerate(records):
         if not isinstance(record, dict):
-            raise DataError(f"{path}: record {index}: expected a JSON object, got {type(record).__name__}")
+            raise DataError(f"{path}: record {index}: expected a JSON object (one question), "
+                            f"got {_json_kind(record)}")
     return records
+
+
+def _refuse_multiline_json(path: Path, text: str) -> None:
+    """A file whose first line stops inside a JSON value, read as JSON written over several lines:
+    say what it holds (one pretty-printed object, several) or where that JSON is invalid."""
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            break
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: invalid JSON on line {exc.lineno}: {exc.msg} (read as JSON written over "
+                            f"several lines, as its first line is not a whole value); {EXPECTED_SHAPE}") from None
+        values.append(value)
+    lines = len([line for line in text.splitlines() if line.strip()])
+    if len(values) == 1 and isinstance(values[0], dict):
+        obj = values[0]
+        keys = ", ".join(map(repr, list(obj)[:8])) + (", ..." if len(obj) > 8 else "") if obj else "none"
+        hint = next((f"; its key {k!r} holds a list of {len(v)} objects: save that list as the file"
+                     for k, v in obj.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)),
+                    "; one question is a list of one record ([...]) or one line of JSONL")
+        raise DataError(f"{path}: the file is one JSON object spread over {lines} lines (keys: {keys}), "
+                        f"not records; {EXPECTED_SHAPE}{hint}")
+    if all(isinstance(v, dict) for v in values):
+        raise DataError(f"{path}: the file is {len(values)} JSON objects written over {lines} lines; "
+                        f"{EXPECTED_SHAPE}: write each object on one line, or put them in a JSON list")
+    kinds = ", ".join(_json_kind(v) for v in values[:3]) + (", ..." if len(values) > 3 else "")
+    raise DataError(f"{path}: the file is JSON written over {lines} lines ({kinds}), not records; {EXPECTED_SHAPE}")
+
+
+def _json_kind(value) -> str:
+    """A JSON value's kind, as JSON names it, with the value shortened: `a number (42)`."""
+    kind = ("null" if value is None else "a boolean" if isinstance(value, bool)
+            else "a number" if isinstance(value, int | float) else "a string" if isinstance(value, str)
+            else "a list" if isinstance(value, list) else "an object")
+    if value is None:
+        return kind
+    shown = json.dumps(value, ensure_ascii=False)
+    return f"{kind} ({shown if len(shown) <= 40 else shown[:37] + '...'})"
 
 
 def _load_from_hub(dataset: str) -> list[Question]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -13,6 +12,7 @@ from mlflow.entities import Run
 from eval.runs import tracking
 from eval.runs.config import RunConfig
 from eval.runs.record import QuestionRecord, RecordError, as_records, from_legacy
+from eval.runs.records import ResultsFileError, read_run_records
 
 
 class SelectionError(ValueError):
@@ -142,15 +142,7 @@ def _finished_so_far(run: Run) -> list[dict]:
     if not path.exists():
         raise SelectionError(f"run {run.info.run_id} ({run.info.run_name}) was stopped; its finished questions are in "
                              f"{path}, which is not here (run eval.compare where the run was made)")
-    by_id: dict[str, dict] = {}
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SelectionError(f"{path}, line {number}: not JSON ({exc.msg})") from None
-            by_id[record["id"]] = record
-    return [checked(run, row) for row in by_id.values()]
+    return run_records(run, path.read_text(), str(path))
 
 
 def _results(run: Run) -> list[dict]:
@@ -161,7 +153,22 @@ def _results(run: Run) -> list[dict]:
         raise SelectionError(f"run {run.info.run_id} ({run.info.run_name}): expected one per-question .jsonl "
                              f"artifact, found {names or 'none'}")
     path = Path(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path=names[0]))
-    return [checked(run, json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    return run_records(run, path.read_text(), f"the logged artifact {names[0]}")
+
+
+def run_records(run: Run, text: str, where: str) -> list[dict]:
+    """The run's records in a results file's `text` (eval.runs.records.read_run_records: one per question,
+    the latest), or a SelectionError naming the run, the file (`where`) and each line that is not one
+    of its records. A variant run's lines carry the id of the run it came from."""
+    run_id = run.info.run_id
+    parent = run.data.tags.get(tracking.VARIANT_OF_TAG)
+    lines = read_run_records(text, {run_id, parent} if parent else {run_id})
+    if lines.bad:
+        finish = parent or run_id
+        raise SelectionError(f"run {run_id} ({run.info.run_name}): {ResultsFileError(where, run_id, lines.bad)}"
+                             "Remove or fix these lines in the run's results file, or finish the run without them "
+                             f"(they stay in the file): python -m eval.run --resume {finish} --skip-bad-lines") from None
+    return list(lines.records.values())
 
 
 def checked(run: Run, row: dict) -> dict:

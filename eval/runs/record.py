@@ -77,6 +77,9 @@ class QuestionRecord(BaseModel):
     # when this question finished.
     part_started_at: float | None = None
     finished_at: float | None = None
+    # The eval.run run that wrote this line (its MLflow run id), so a results file refuses another run's
+    # lines; None: written before records carried it.
+    run_id: str | None = None
 
     def scores(self) -> dict[str, float | None]:
         """The scores this record holds, by name: what eval.scoring.metrics' aggregates take."""

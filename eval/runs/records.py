@@ -1,16 +1,113 @@
 """Per-question result records: the source of every metric. Written as they finish, so a killed
 run can be resumed without redoing or double-counting a question. The lines are plain JSON objects
-(a run's: QuestionRecord.row(); eval.analyze's call logs use the same file), read back as records
-through eval.runs.record.from_legacy."""
+(a run's: QuestionRecord.row(), carrying the run's id; eval.analyze's call logs use the same file),
+read back as records through eval.runs.record.from_legacy.
+
+A run's results file is read back as that run's records only line by line checked (`read_run_records`):
+a line that is not a record, or is another run's, is named by file and line, never silently counted.
+While a process runs a run it holds the run's lock (`ResultsFile.hold`), so two processes never run
+the same questions into one file."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import stat
+import tempfile
 import threading
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
-from eval.runs.record import QuestionRecord, as_records
+from eval.runs.record import QuestionRecord, RecordError, as_records, from_legacy
+
+LOCK_NAME = "run.lock"  # next to results.jsonl: held (flock) by the process running the run, its pid inside
+SHOWN_BAD_LINES = 10  # an error lists this many bad lines, then counts the rest
+
+
+class BadLine(NamedTuple):
+    number: int  # 1-based line number in the file
+    problem: str
+
+
+class ResultsFileError(ValueError):
+    """Lines of a results file that are not its run's records: names the file, and each line with its problem."""
+
+    def __init__(self, where: str, run_id: str, bad: list[BadLine]) -> None:
+        self.where, self.run_id, self.bad = where, run_id, bad
+        super().__init__(f"{where} has {len(bad)} line(s) that are not records of run {run_id}:\n"
+                         + describe_bad_lines(where, bad))
+
+
+class RunBusy(RuntimeError):
+    """Another process holds the run's lock: it is running the run now."""
+
+
+def describe_bad_lines(where: str, bad: list[BadLine]) -> str:
+    shown = "".join(f"  {where}:{b.number}: {b.problem}\n" for b in bad[:SHOWN_BAD_LINES])
+    more = len(bad) - SHOWN_BAD_LINES
+    return shown + (f"  ... and {more} more\n" if more > 0 else "")
+
+
+@dataclass
+class RunLines:
+    """A results file read as one run's records (`read_run_records`)."""
+
+    records: dict[str, dict] = field(default_factory=dict)  # by question id, in the current record form
+    bad: list[BadLine] = field(default_factory=list)  # lines that are not the run's records
+    unstamped: list[int] = field(default_factory=list)  # lines of records without a run id (before run ids)
+    stamped: bool = False  # some line carries the run's id
+
+
+def read_run_records(text: str, run_ids: Collection[str]) -> RunLines:
+    """The records of the run (`run_ids`: its id, and for a variant run the run it came from) in a
+    results file's text, by question id; a later line for an id replaces an earlier one (a question
+    run again on resume). An unterminated last line (a writer killed mid-line) is dropped; blank lines
+    are ignored. Every other line that is not one of the run's records is a `BadLine`: not JSON, not
+    an object, no question id, not a valid record, another run's record, or a record without a run
+    id in a file whose records carry this run's (lines without one were written before records
+    carried run ids: they are the run's only when no line carries its id)."""
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    out = RunLines()
+    rows: list[tuple[int, dict]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            out.bad.append(BadLine(number, f"not JSON ({exc.msg} at column {exc.colno})"))
+            continue
+        if not isinstance(row, dict):
+            out.bad.append(BadLine(number, f"a JSON {type(row).__name__}, not a record object"))
+            continue
+        if not isinstance(row.get("id"), str) or not row["id"]:
+            out.bad.append(BadLine(number, "no question id"))
+            continue
+        try:
+            rows.append((number, from_legacy(row).row()))
+        except RecordError as exc:
+            out.bad.append(BadLine(number, str(exc)))
+    out.stamped = any(row.get("run_id") in run_ids for _, row in rows)
+    this = " or ".join(sorted(run_ids))
+    for number, row in rows:
+        owner = row.get("run_id")
+        if owner is None and out.stamped:
+            out.bad.append(BadLine(number, f"record {row['id']!r} has no run id, though this file's records carry "
+                                           f"run {this}'s: it was not written by this run"))
+        elif owner is not None and owner not in run_ids:
+            out.bad.append(BadLine(number, f"record {row['id']!r} is run {owner}'s, not run {this}'s "
+                                           "(a line from another run's results)"))
+        else:
+            if owner is None:
+                out.unstamped.append(number)
+            out.records[row["id"]] = row
+    out.bad.sort()
+    return out
 
 
 class ResultsFile:
@@ -19,19 +116,25 @@ class ResultsFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self.skipped: list[BadLine] = []  # the bad lines `load_records` skipped (they stay in the file)
         path.parent.mkdir(parents=True, exist_ok=True)
 
-    def load(self) -> dict[str, dict]:
-        """Records already written, by question id (a later line for an id replaces an earlier one:
-        a question retried on resume). A torn last line (killed mid-write) is ignored."""
-        done: dict[str, dict] = {}
+    def _text(self) -> str:
+        """The file's text; a torn last line (killed mid-write) is dropped from the file too, so the
+        next append starts a clean line."""
         if not self.path.exists():
-            return done
+            return ""
         text = self.path.read_text()
         if text and not text.endswith("\n"):
             text = text[: text.rfind("\n") + 1]
             self.path.write_text(text)  # drop the torn tail so the next append starts a clean line
-        for line in text.splitlines():
+        return text
+
+    def load(self) -> dict[str, dict]:
+        """Lines already written, by id (a later line for an id replaces an earlier one), as plain JSON
+        objects: eval.analyze's call logs. A run's own records are read with `load_records`."""
+        done: dict[str, dict] = {}
+        for line in self._text().splitlines():
             try:
                 record = json.loads(line)
             except json.JSONDecodeError:
@@ -39,11 +142,76 @@ class ResultsFile:
             done[record["id"]] = record
         return done
 
+    def load_records(self, run_id: str, *, skip_bad_lines: bool = False) -> dict[str, dict]:
+        """The run's records already written, by question id, in the current record form (see
+        `read_run_records`). A bad line raises ResultsFileError, or with `skip_bad_lines` is left out
+        (and in the file) and kept in `self.skipped`. Records written before records carried run ids
+        are taken as the run's and get its id written into their lines (once, as the run resumes)."""
+        text = self._text()
+        lines = read_run_records(text, {run_id})
+        if lines.bad and not skip_bad_lines:
+            raise ResultsFileError(str(self.path), run_id, lines.bad)
+        self.skipped = lines.bad
+        if lines.unstamped:
+            self._stamp(text, set(lines.unstamped), run_id)
+        return {qid: {**row, "run_id": run_id} for qid, row in lines.records.items()}
+
+    def _stamp(self, text: str, numbers: set[int], run_id: str) -> None:
+        """Rewrite the file (atomically) with `run_id` in the lines `numbers`; every other line as it was."""
+        lines = text.splitlines(keepends=True)
+        for number in numbers:
+            lines[number - 1] = self._line({**json.loads(lines[number - 1]), "run_id": run_id}).decode("utf-8")
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".results.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("".join(lines))
+        os.chmod(tmp, stat.S_IMODE(os.stat(self.path).st_mode))
+        os.replace(tmp, self.path)
+
+    @contextmanager
+    def loggable(self) -> Iterator[Path]:
+        """The file to log as the run's results artifact: this one, or, when `load_records` skipped bad
+        lines, a copy without them (the artifact holds only the run's records; this file keeps them)."""
+        if not self.skipped:
+            yield self.path
+            return
+        skipped = {b.number for b in self.skipped}
+        lines = self._text().splitlines(keepends=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / self.path.name
+            copy.write_text("".join(line for n, line in enumerate(lines, 1) if n not in skipped))
+            yield copy
+
+    @contextmanager
+    def hold(self, run_id: str) -> Iterator[None]:
+        """Hold the run's lock (an exclusive flock on run.lock beside the results, with this process's
+        pid in it) until the block ends, or raise RunBusy naming the process that holds it. The kernel
+        releases a flock when its process dies, however it dies, so a lock file left by a killed run
+        never blocks."""
+        path = self.path.with_name(LOCK_NAME)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by child processes (PEP 446)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            os.close(fd)
+            raise RunBusy(f"run {run_id} is already running in another process "
+                          f"(pid {holder or 'unknown'}, holding {path})") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    @staticmethod
+    def _line(record: dict) -> bytes:
+        # backslashreplace writes any lone surrogate as its JSON escape, so the line still parses.
+        return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
+
     def append(self, record: dict) -> None:
         # One unbuffered O_APPEND write: nothing sits in a Python buffer, so even an immediate
         # exit (a second Ctrl-C) right after this returns keeps the line.
-        # backslashreplace writes any lone surrogate as its JSON escape, so the line still parses.
-        data = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
+        data = self._line(record)
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:

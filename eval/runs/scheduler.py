@@ -31,29 +31,70 @@ class Stop:
     """Why a run ended before every question was run (both None: it was not stopped)."""
 
     interrupted: bool = False
-    failing: str | None = None  # the error every question of this part so far failed with
-    failed: int = 0  # how many questions of this part failed with it
+    failing: str | None = None  # the error the first questions of this part all failed with
+    failed: int = 0  # how many questions of this part failed, whatever their error: every one, to the end
     engine_failed: bool = False  # the embedded engine died (failing is its error)
+    ran: int = 0  # how many questions of this part finished (failed or not)
+    succeeded: int = 0  # how many of them succeeded (questions running when the run was found failing)
+    same: int = 0  # how many failed with the error type of `failing`
+    failing_after: int = 0  # how many had finished, all failed alike, when the run was found failing
+
+    @property
+    def message(self) -> str | None:
+        """Why the run failed, counted when it is asked (after the part, every question that was
+        still running when the run was found failing is counted too); None when it is not failing."""
+        if self.engine_failed:
+            return f"the embedded engine stopped serving: {self.failing}"
+        if not self.failing:
+            return None
+        if self.failed == self.same == self.ran:
+            return f"{_questions(self.ran, 'the')} run failed with the same error and none succeeded: {self.failing}"
+        # Questions already running when the run was found failing finished otherwise.
+        later = [f"{self.failed} of the {self.ran} run failed"]
+        if self.same != self.failed:
+            later.append(f"{self.same} with that error")
+        later.append(f"{self.succeeded} succeeded")
+        return (f"the first {_questions(self.failing_after)} to finish failed with the same error and none "
+                f"succeeded ({', '.join(later)}): {self.failing}")
+
+
+def _questions(n: int, article: str = "") -> str:
+    return f"{article + ' ' if article else ''}{n} question{'' if n == 1 else 's'}"
 
 
 @dataclass
 class FailureWatch:
+    """Every finished question of a part: whether its first ones say the run is failing, and how
+    many failed (or succeeded) after that, so the message that stops the run counts them all."""
+
     total: int  # questions this part will run
     errors: list[str] = field(default_factory=list)  # the error of each question that failed
-    types: set[str] = field(default_factory=set)  # their `error_type`s, as eval.runs.execute records them
-    succeeded: bool = False
+    types: list[str] = field(default_factory=list)  # their `error_type`s, as eval.runs.execute records them
+    succeeded: int = 0
+    failing: str | None = None  # set once the run is evidently failing
+    failing_type: str | None = None
+    failing_after: int = 0  # questions finished when it was found failing
 
     def add(self, record: dict) -> str | None:
-        """The repeated error once the run is evidently failing, else None."""
+        """Count `record`; the repeated error once the run is evidently failing (from then on,
+        on every later call too), else None."""
         if record.get("error") is None:
-            self.succeeded = True
-            return None
-        self.errors.append(record["error"])
-        self.types.add(record["error_type"])
-        needed = min(FAILING_AFTER, self.total)
-        if not self.succeeded and len(self.errors) >= needed and len(self.types) == 1:
-            return self.errors[0]
-        return None
+            self.succeeded += 1
+        else:
+            self.errors.append(record["error"])
+            self.types.append(record["error_type"])
+        if self.failing is None and not self.succeeded:
+            needed = min(FAILING_AFTER, self.total)
+            if len(self.errors) >= needed and len(set(self.types)) == 1:
+                self.failing, self.failing_type, self.failing_after = self.errors[0], self.types[0], len(self.errors)
+        return self.failing
+
+    def count(self, stop: Stop) -> None:
+        """Copy the counts into `stop` (the failing error of an engine that died stays `stop`'s)."""
+        stop.failing = stop.failing or self.failing
+        stop.failed, stop.succeeded, stop.ran = len(self.errors), self.succeeded, len(self.errors) + self.succeeded
+        stop.same = sum(t == self.failing_type for t in self.types) if self.failing else 0
+        stop.failing_after = self.failing_after
 
 
 class Interrupts:
@@ -120,8 +161,8 @@ def run_all(todo: Iterable, run_one: Callable[[object], dict], keep: Callable[[d
                 keep(record)
                 if record.get("engine_failed") and not stop.engine_failed:
                     stop.engine_failed, stop.failing = True, record["error"]
-                stop.failing = stop.failing or watch.add(record)
-                stop.failed = len(watch.errors)
+                watch.add(record)  # every record, also once the run is failing: its message counts them all
+                watch.count(stop)
             fill()
     stop.interrupted = interrupts.requested
     return stop

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import mlflow
@@ -35,16 +38,97 @@ TABLE_COLUMNS = ["id", "question", "gold", "prediction", "answer_f1", "em", "sup
 
 
 def setup(experiment: str) -> str:
-    uri = use_tracking_uri()
-    mlflow.set_experiment(experiment)
+    """Open the tracking store (`use_tracking_uri`) and make `experiment` the active one, creating
+    it if it does not exist yet. Safe when several processes start at once on a fresh store: a
+    local store is created, and the experiment made, by one process at a time (`store_lock`)."""
+    uri = _tracking_uri()
+    with store_lock(uri):
+        _open_store(uri)
+        _activate_experiment(experiment)
     return uri
 
 
 def use_tracking_uri() -> str:
-    """$MLFLOW_TRACKING_URI, else the project's sqlite store."""
-    uri = os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
-    mlflow.set_tracking_uri(uri)
+    """$MLFLOW_TRACKING_URI, else the project's sqlite store; the store is opened (a fresh one
+    created, under `store_lock`) before this returns."""
+    uri = _tracking_uri()
+    with store_lock(uri):
+        _open_store(uri)
     return uri
+
+
+def _tracking_uri() -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+def _open_store(uri: str) -> None:
+    """Point MLflow at `uri` and open its store now. Opening a fresh sqlite store creates its tables
+    and runs every schema migration (mlflow.store.db.utils._initialize_tables, then _verify_schema),
+    which MLflow does unlocked: two processes doing it at once fail (a duplicate column, or an
+    out-of-date schema seen mid-migration). MlflowClient opens the store as it is made."""
+    mlflow.set_tracking_uri(uri)
+    mlflow.MlflowClient(uri)
+
+
+def _activate_experiment(name: str) -> None:
+    """mlflow.set_experiment(name), but an experiment another process created between our look-up
+    and our create is read again and made active: MLflow's own set_experiment returns it on that
+    race without making it the active experiment, so the run would go to the Default experiment."""
+    client = mlflow.MlflowClient()
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        try:
+            client.create_experiment(name)
+        except mlflow.exceptions.MlflowException as exc:
+            if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                raise
+        found = client.get_experiment_by_name(name)
+    mlflow.set_experiment(experiment_id=found.experiment_id)  # a deleted one is refused here, as by name
+
+
+def store_path(uri: str) -> Path | None:
+    """The local file or directory a tracking URI stores into (a sqlite file, a file store's root),
+    resolved; None for a remote or in-memory store."""
+    from mlflow.utils.file_utils import local_file_uri_to_path
+    from mlflow.utils.uri import get_uri_scheme, is_local_uri
+
+    if get_uri_scheme(uri) == "sqlite":
+        from sqlalchemy.engine import make_url
+
+        database = make_url(uri).database
+        return Path(database).resolve() if database and database != ":memory:" else None
+    if is_local_uri(uri, is_tracking_or_registry_uri=True):  # a path or file: URI (not "databricks")
+        return Path(local_file_uri_to_path(uri)).resolve()
+    return None  # a tracking server, or a database server: it handles its own concurrency
+
+
+@contextlib.contextmanager
+def store_lock(uri: str):
+    """Hold an exclusive inter-process lock (flock) for a local store while it is created and an
+    experiment is made in it, so runs started together on a fresh store do it one after the other.
+    The lock file is in the temp directory, named by the store's resolved path (as MLflow names its
+    own `db_init_lock-*` files), so every spelling of one store's URI takes the same lock. Nothing is
+    locked for a remote store, or where a lock file cannot be made (then it is as before)."""
+    path = store_path(uri)
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        fcntl = None
+    fd = None
+    if path is not None and fcntl is not None:
+        digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+        try:
+            fd = os.open(Path(tempfile.gettempdir()) / f"eir-dspy-mlflow-store-{digest}.lock",
+                         os.O_RDONLY | os.O_CREAT, 0o666)
+        except OSError:
+            fd = None
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
 
 
 def acceptance(method: str) -> str | None:

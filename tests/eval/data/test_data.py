@@ -429,7 +429,7 @@ _CANNOT_BE_A_QUESTION = [
     [
         ("[1, 2", "invalid JSON on line 1"),
         ("[]", "no records"),
-        ("[1]", "record 0: expected a JSON object, got int"),
+        ("[1]", "record 0: expected a JSON object (one question), got a number (1)"),
         ('{"id": "x", "question": "Q?", "answer": 3, "type": "b", "supporting_facts": [], "context": []}',
          "record 0: field 'answer' must be str, got int"),
         ('{"id": "x", "question": "Q?", "answer": "A", "type": "b", "supporting_facts": {"title": ["T"], "sent_id": []},'
@@ -448,6 +448,51 @@ def test_malformed_records(tmp_path, text, expected):
         load_file(path, "hotpotqa")
     assert str(err.value).startswith(f"{path}: ")
     assert expected in str(err.value)
+
+
+EXPECTED = "expected a JSON list of records or JSONL (one JSON object per line)"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # One question pretty-printed: one object over lines, not "invalid JSON on line 1".
+        ('{\n  "id": "x",\n  "question": "Q?",\n  "answer": "A"\n}\n',
+         f"the file is one JSON object spread over 5 lines (keys: 'id', 'question', 'answer'), not records; "
+         f"{EXPECTED}; one question is a list of one record ([...]) or one line of JSONL"),
+        # The records wrapped in an object: say which key holds them.
+        ('{\n  "version": 1,\n  "data": [{"id": "a"}, {"id": "b"}]\n}',
+         f"the file is one JSON object spread over 4 lines (keys: 'version', 'data'), not records; "
+         f"{EXPECTED}; its key 'data' holds a list of 2 objects: save that list as the file"),
+        ('{\n "id": "a"\n}\n{\n "id": "b"\n}\n',
+         f"the file is 2 JSON objects written over 6 lines; {EXPECTED}: write each object on one line, "
+         "or put them in a JSON list"),
+        ('{\n "id": "a",\n',  # cut short: the line where it breaks, not line 1
+         "invalid JSON on line 3: Expecting property name enclosed in double quotes (read as JSON written over "
+         f"several lines, as its first line is not a whole value); {EXPECTED}"),
+        ("", f"the file is empty: no records; {EXPECTED}"),
+        ("  \n\n", f"the file is empty: no records; {EXPECTED}"),
+        ("[]", "an empty JSON list: no records"),
+        ('["a", "b"]', 'record 0: expected a JSON object (one question), got a string ("a")'),
+        ("[[1, 2]]", "record 0: expected a JSON object (one question), got a list ([1, 2])"),
+        ("42\n", f"the file is a single JSON value, a number (42), not records; {EXPECTED}"),
+        ('"hotpot"', f'the file is a single JSON value, a string ("hotpot"), not records; {EXPECTED}'),
+        ("null", f"the file is a single JSON value, null, not records; {EXPECTED}"),
+        ('{"id": "a"}\n7\n', "record 1: expected a JSON object (one question), got a number (7)"),
+    ],
+)
+def test_a_file_that_is_not_records_says_what_it_holds(tmp_path, text, expected):
+    path = tmp_path / "file.json"
+    path.write_text(text)
+    with pytest.raises(DataError) as err:
+        load_file(path, "hotpotqa")
+    assert str(err.value) == f"{path}: {expected}"
+
+
+def test_one_question_on_one_line_is_still_jsonl(tmp_path):
+    path = tmp_path / "one.jsonl"
+    path.write_text(_hf() + "\n")
+    assert _ids(load_file(path, "hotpotqa")) == ["x"]
 
 
 def test_duplicate_ids_name_both_records(tmp_path):
