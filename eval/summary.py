@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from eval.runs.config import DEFAULT_MAX_TOKENS
 from eval.runs.record import from_legacy
+from eval.runs.records import ResultsFileError, read_run_records
 from eval.scoring.health import method_of, render, warnings_for
 from eval.scoring.summary import BEHAVIOUR_KEYS, TABLE_KEYS, format_table, summarize
 
@@ -24,13 +26,39 @@ def main(argv: list[str] | None = None) -> None:
                    help="the runs' --max-tokens, to warn when most answers stopped at it (default: eval.run's, "
                         f"{DEFAULT_MAX_TOKENS}; 0: do not look)")
     args = p.parse_args(argv)
-    runs = {f: {r.id: r for r in map(from_legacy, map(json.loads, open(f, encoding="utf-8")))} for f in args.results}
+    runs = {f: {qid: from_legacy(row) for qid, row in run_records(Path(f)).items()} for f in args.results}
     keep = set.intersection(*(set(r) for r in runs.values())) if args.common else None
     for f, records in runs.items():
         chosen = [r for i, r in records.items() if keep is None or i in keep]
         keys = BEHAVIOUR_KEYS if args.behaviour else TABLE_KEYS
         print(format_table(summarize(chosen), f"{f} (n={len(chosen)})", keys))
         print(render(warnings_for(method_of(chosen) or f, chosen, max_tokens=args.max_tokens)))
+
+
+def run_records(path: Path) -> dict[str, dict]:
+    """The records of the run a results file belongs to, by question id: the run named by its folder
+    (runs/<run id>/), else by its first line that names one. A line that is not one of them (not
+    JSON, not a record, another run's) stops the command, named by file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SystemExit(f"error: {path}: {exc.strerror}") from None
+    lines = read_run_records(text, {path.parent.name})
+    if not lines.stamped:
+        owner = next((json.loads(line).get("run_id") for line in text.splitlines()
+                      if '"run_id"' in line and _object(line)), None)
+        lines = read_run_records(text, {owner} if owner else {path.parent.name})
+    if lines.bad:
+        owner = next(iter({r.get("run_id") for r in lines.records.values()} - {None}), path.parent.name)
+        raise SystemExit(f"error: {ResultsFileError(str(path), owner, lines.bad)}")
+    return lines.records
+
+
+def _object(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 if __name__ == "__main__":

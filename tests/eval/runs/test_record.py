@@ -77,6 +77,22 @@ def test_an_older_results_file_tables_as_the_same_file_written_now(tmp_path, cap
     assert tables[0].replace(str(now), "F") == tables[1].replace(str(before), "F")
 
 
+def test_the_summary_command_names_a_bad_line_and_a_foreign_one_by_file_and_line(tmp_path):
+    run_dir = tmp_path / "runA"
+    run_dir.mkdir()
+    path = run_dir / "results.jsonl"
+    row = json.loads(json.dumps({**record_of("eir"), "run_id": "runA"}, default=str))
+    foreign = {**row, "id": "other", "run_id": "runB"}
+    path.write_text(json.dumps(row) + "\n" + '{"id": 5\n' + json.dumps(foreign) + "\n")
+    with pytest.raises(SystemExit) as stopped:
+        summary.main([str(path)])
+    message = str(stopped.value)
+    assert f"{path}:2: not JSON" in message
+    assert f"{path}:3: record 'other' is run runB's, not run runA's" in message
+    path.write_text(json.dumps(row) + "\n")
+    summary.main([str(path)])  # the run's own lines table as before
+
+
 def test_reflexions_first_trial_variant_is_a_record_of_its_own():
     record = from_legacy(record_of("reflexion"))
     first = record.variants["reflexion_first"]
