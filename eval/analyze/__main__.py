@@ -15,6 +15,7 @@ from eval.runs import tracking
 from eval.analyze import analyses
 from eval.analyze.report import Context, finish_analysis_run, start_analysis_run, write_report
 from eval.runs.logged_runs import SelectionError, select_runs
+from eval.runs.records import ResultsFileError
 from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
     out = Path(args.out) / args.name / (run_id or time.strftime("%Y%m%d-%H%M%S"))
     try:
         report = module.analyze(runs, context, out)
-    except SelectionError as exc:
+    except (SelectionError, ResultsFileError) as exc:  # ResultsFileError: a call log's bad line, named
         tracking.end_run_if_active("FAILED")
         raise SystemExit(f"error: {exc}") from None
     except BaseException:  # Ctrl-C included: the analysis run says it did not finish

@@ -36,10 +36,10 @@ class BadLine(NamedTuple):
 class ResultsFileError(ValueError):
     """Lines of a results file that are not its run's records: names the file, and each line with its problem."""
 
-    def __init__(self, where: str, run_id: str, bad: list[BadLine]) -> None:
+    def __init__(self, where: str, run_id: str | None, bad: list[BadLine], what: str | None = None) -> None:
         self.where, self.run_id, self.bad = where, run_id, bad
-        super().__init__(f"{where} has {len(bad)} line(s) that are not records of run {run_id}:\n"
-                         + describe_bad_lines(where, bad))
+        what = what or f"records of run {run_id}"
+        super().__init__(f"{where} has {len(bad)} line(s) that are not {what}:\n" + describe_bad_lines(where, bad))
 
 
 class RunBusy(RuntimeError):
@@ -132,14 +132,22 @@ class ResultsFile:
 
     def load(self) -> dict[str, dict]:
         """Lines already written, by id (a later line for an id replaces an earlier one), as plain JSON
-        objects: eval.analyze's call logs. A run's own records are read with `load_records`."""
+        objects: eval.analyze's call logs. A line that is not an object with an id raises
+        ResultsFileError naming it. A run's own records are read with `load_records`."""
         done: dict[str, dict] = {}
-        for line in self._text().splitlines():
+        bad: list[BadLine] = []
+        for number, line in enumerate(self._text().splitlines(), 1):
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError:
+            except json.JSONDecodeError as exc:
+                bad.append(BadLine(number, f"not JSON ({exc.msg} at column {exc.colno})"))
+                continue
+            if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+                bad.append(BadLine(number, "not an object with a question id"))
                 continue
             done[record["id"]] = record
+        if bad:
+            raise ResultsFileError(str(self.path), None, bad, what="entries of this log (JSON objects with an id)")
         return done
 
     def load_records(self, run_id: str, *, skip_bad_lines: bool = False) -> dict[str, dict]:

@@ -209,3 +209,15 @@ def test_a_second_resume_is_refused_while_the_first_runs_and_the_first_finishes(
     assert {r["run_id"] for r in after} == {run_id}
     run = mlflow.get_run(run_id)
     assert run.info.status == "FINISHED" and run.data.metrics["n"] == n and run.data.metrics["em"] == 100.0
+
+
+def test_a_call_log_line_that_is_not_an_entry_is_named_by_file_and_line(tmp_path):
+    from eval.runs.records import ResultsFile, ResultsFileError
+
+    path = tmp_path / "select.jsonl"
+    path.write_text('{"id": "a", "step": "select"}\nnot json\n{"step": "select"}\n{"id": "b"')  # torn tail
+    with pytest.raises(ResultsFileError) as bad:
+        ResultsFile(path).load()
+    assert f"{path}:2: not JSON" in str(bad.value) and f"{path}:3: not an object with a question id" in str(bad.value)
+    path.write_text('{"id": "a", "step": "select"}\n{"id": "b"')
+    assert list(ResultsFile(path).load()) == ["a"]  # a torn last line is a writer killed mid-line, not an error
