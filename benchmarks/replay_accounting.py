@@ -105,7 +105,8 @@ def main() -> None:
         hits = [sum(c["cache_hit"] for c in recs[n][qid]["lm_calls"]) for n in ("cached", "resumed")]
         agree = len(set(tokens)) == 1
         same += agree
-        print(f"{qid:26s} {tokens[0]:13,d} {tokens[1]:8,d} {tokens[2]:8,d} {hits[0]:4d}/{hits[1]:<4d}  {'yes' if agree else 'NO'}")
+        print(f"{qid:26s} {tokens[0]:13,d} {tokens[1]:8,d} {tokens[2]:8,d} "
+              f"{hits[0]:4d}/{hits[1]:<4d}  {'yes' if agree else 'NO'}")
     print(f"\n{same} of {len(recs['fresh'])} questions report the same tokens in all three runs\n")
 
     import mlflow

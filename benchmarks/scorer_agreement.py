@@ -40,15 +40,15 @@ import sys
 import tempfile
 import types
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from eval.data.loaders import HOLDOUT_FILES, load_file  # noqa: E402
-from eval.scoring.metrics import score_question  # noqa: E402
 from eval.data.schema import Question  # noqa: E402
+from eval.scoring.metrics import score_question  # noqa: E402
 
 FILES = [
     ("hotpotqa", "hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl"),

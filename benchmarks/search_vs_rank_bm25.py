@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from eir_dspy.corpus_index import B, K1, SEARCH_K, CorpusIndex
+from eir_dspy.corpus_index import K1, SEARCH_K, B, CorpusIndex
 from eir_dspy.text_analysis import Analyzer
 from eval.data.corpus import default_index_dir, hotpot_files
 from eval.data.loaders import load_file

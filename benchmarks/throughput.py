@@ -61,7 +61,7 @@ def table(cells: list[dict]) -> str:
         same = [x for x in cells if x["method"] == c["method"]]
         reference = next((x for x in same if x["threads"] == 1), same[0])  # one at a time
         qs = c["per_question"]
-        mean = lambda key: sum(q[key] for q in qs) / len(qs)  # noqa: E731
+        mean = lambda key: sum(q[key] for q in qs) / len(qs)  # noqa: E731, B023 (used at once)
         if reference is c:
             diff = "(reference)"
         else:

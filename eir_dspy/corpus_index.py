@@ -17,9 +17,9 @@ import json
 import os
 import time
 from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 import bm25s
 import numpy as np

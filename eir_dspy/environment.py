@@ -16,7 +16,6 @@ from eir_dspy.rejection import ALL_READ, SEARCH_IN_POOL, Rejection
 from eir_dspy.turns import Action, EpisodeState, Outcome
 
 
-
 @dataclass(frozen=True)
 class ReadResult:
     paragraph: Paragraph

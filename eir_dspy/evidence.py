@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from dataclasses import dataclass
 
 from eir_dspy.paragraphs import Paragraph
@@ -35,7 +34,7 @@ class EvidenceStore:
         return new
 
     @classmethod
-    def from_rows(cls, rows: list[list]) -> "EvidenceStore":
+    def from_rows(cls, rows: list[list]) -> EvidenceStore:
         """A store holding recorded evidence ([title, sentence index, text] rows in read order, as
         eval.run records it): the same sentences under the same labels, rendered the same way."""
         store = cls()
@@ -45,7 +44,7 @@ class EvidenceStore:
             store._records[(title, int(index))] = EvidenceRecord(title, int(index), text, turn=0)
         return store
 
-    def copy(self) -> "EvidenceStore":
+    def copy(self) -> EvidenceStore:
         other = EvidenceStore()
         other._records, other._titles = dict(self._records), list(self._titles)
         return other

@@ -17,9 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, field_validator
 
 from eir_dspy.evidence import EvidenceStore
-from eir_dspy.rejection import (INVALID_CITATION, INVALID_DEPENDENCY, MISSING_FIELD, UNKNOWN_LIST_ID, WRONG_TYPE,
-                                Rejection)
-
+from eir_dspy.rejection import INVALID_CITATION, INVALID_DEPENDENCY, MISSING_FIELD, UNKNOWN_LIST_ID, WRONG_TYPE, Rejection
 
 DISCARD, REJECT = "discard", "reject"  # what invalid updates do to their turn (programs/eir_policy.py)
 INVALID_UPDATE_RULES = (DISCARD, REJECT)

@@ -13,9 +13,9 @@ import io
 import json
 import re
 import tarfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 
 DUMP_ROOT = "enwiki-20171001-pages-meta-current-withlinks-abstracts"
 _LINK_TAG = re.compile(r"</?a\b[^>]*>")

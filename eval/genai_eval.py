@@ -13,13 +13,13 @@ import sys
 import mlflow
 from mlflow.genai.scorers import Scorer, scorer
 
-from eval.runs import tracking
 from eval.analyze.report import start_analysis_run
 from eval.analyze.sources import questions_of
-from eval.runs.logged_runs import LoggedRun, SelectionError, select_runs
-from eval.scoring.metrics import score_question
 from eval.data.schema import Question
+from eval.runs import tracking
+from eval.runs.logged_runs import LoggedRun, SelectionError, select_runs
 from eval.runs.traces import FEEDBACK, QUESTION_TAG, expectations
+from eval.scoring.metrics import score_question
 
 ANALYSIS = "genai_eval"
 

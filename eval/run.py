@@ -29,15 +29,11 @@ from eir_dspy.lm.embedded_server import EMBEDDED_THREADS, EngineError, stop_shar
 from eir_dspy.lm.engine_lock import EngineBusy
 from eir_dspy.lm.local_models import ModelFetchError
 from eir_dspy.state import INVALID_UPDATE_RULES
-from eval.runs import provenance
-from eval.runs import traces
-from eval.runs import tracking
 from eval.compile.program_file import ProgramFileError, load_program, sha256
 from eval.data.corpus import BUILD_FULL_INDEX, FULL, corpus_name, default_index_dir
 from eval.data.loaders import DATASETS, DataError, load_questions, resolve_data_file
-from eval.runs.execute import run_question
 from eval.index import build_default_index
-from eval.runs.records import ResultsFile, ResultsFileError, RunBusy, describe_bad_lines, wall_time
+from eval.runs import provenance, traces, tracking
 from eval.runs.config import (
     DEFAULT_BUDGET,
     DEFAULT_TRIALS,
@@ -49,6 +45,8 @@ from eval.runs.config import (
     method_options,
     positive_int,
 )
+from eval.runs.execute import run_question
+from eval.runs.records import ResultsFile, ResultsFileError, RunBusy, describe_bad_lines, wall_time
 from eval.runs.scheduler import run_all
 from eval.scoring import health
 from eval.scoring.summary import format_table, summarize
@@ -83,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=positive_int, default=DEFAULT_BUDGET, help="H: paragraph reads per question")
     p.add_argument("--ablation", default=None, choices=ABLATIONS,
                    help="eir: no-list-feedback (the lists are kept but never shown again, E.2); repair / "
-                        "repair-unapplied (dependency repair with its changes applied / discarded, E.3). docs/methods.md: Ablations")
+                        "repair-unapplied (dependency repair with its changes applied / discarded, E.3). docs/methods.md: Ablations")  # noqa: E501
     p.add_argument("--invalid-updates", default=None, choices=INVALID_UPDATE_RULES,
                    help="eir: what invalid list updates do to their turn: discard (lists unchanged, the action "
                         "runs; the paper's pool rule, 3.2/B.1) or reject (the turn, action included; the corpus "

@@ -16,17 +16,17 @@ import dspy
 
 from eir_dspy.acceptance import JSON_ONLY
 from eir_dspy.accounting import lm_call
-from eir_dspy.episode import Action, Episode, Proposal, run_episode
 from eir_dspy.corpus_index import CorpusIndex
+from eir_dspy.episode import Action, Episode, Proposal, run_episode
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.rejection import EMPTY_ANSWER, INVALID_CITATION, Rejection
 from programs.agent_view import environment_view, last_result
 from programs.setting import new_environment, turn_limit
-from programs.trajectory_record import Trajectory
 from programs.trajectory import can_read, read_paragraphs, recent_paragraphs
+from programs.trajectory_record import Trajectory
 from signatures import DirectSearchTurn, DirectTurn
-from signatures.search_turns import PLAN_FIELDS
 from signatures.schemas import direct_search_turn_schema, direct_turn_schema, grammar_config
+from signatures.search_turns import PLAN_FIELDS
 
 
 def to_action(a) -> Action:

@@ -13,7 +13,7 @@ trial 1 alone (`variants["reflexion_first"]`, with the calls and seconds trial 1
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import dspy
 
@@ -23,9 +23,9 @@ from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Episode, run_episode
 from eir_dspy.paragraphs import Paragraph
 from programs.direct import DirectPolicy, episode_answer, episode_trajectory
+from programs.setting import new_environment, turn_limit
 from programs.trajectory import render_trajectory
 from programs.trajectory_record import Trajectory
-from programs.setting import new_environment, turn_limit
 from signatures import Reflect, ReflexionSearchTurn, ReflexionTurn
 from signatures.schemas import grammar_config, reflect_schema
 

@@ -19,20 +19,18 @@ import dspy
 
 from eir_dspy.acceptance import JSON_ONLY
 from eir_dspy.accounting import lm_call
+from eir_dspy.answer_text import normalize_answer
 from eir_dspy.corpus_environment import normalize_id
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
 from eir_dspy.paragraphs import Paragraph
-from eir_dspy.answer_text import normalize_answer
 from programs.agent_view import environment_view
-from programs.direct import (DirectPolicy, action_config, episode_answer, episode_trajectory, submit_problem,
-                             to_action)
-from programs.ssr_voting import Judgment, StepVote, step_to_refine
+from programs.direct import DirectPolicy, action_config, episode_answer, episode_trajectory, submit_problem, to_action
 from programs.setting import new_environment, turn_limit
-from programs.trajectory_record import Trajectory
+from programs.ssr_voting import Judgment, StepVote, step_to_refine
 from programs.trajectory import render_action
-from signatures import (DecomposeProposal, DirectSearchTurn, DirectTurn, RefineSearchStep, RefineStep, VerifySearchStep,
-                        VerifyStep)
+from programs.trajectory_record import Trajectory
+from signatures import DecomposeProposal, DirectSearchTurn, DirectTurn, RefineSearchStep, RefineStep, VerifySearchStep, VerifyStep
 from signatures.schemas import decompose_schema, grammar_config, verify_schema
 from signatures.ssr import STEPS
 
@@ -74,7 +72,7 @@ def correction_key(step: str, correction: str, episode: Episode):
 
 
 class SSRPolicy(DirectPolicy):
-    def __init__(self, program: "SSR", turn: dspy.Predict) -> None:
+    def __init__(self, program: SSR, turn: dspy.Predict) -> None:
         super().__init__(turn)
         self.program = program
         self.log: list[dict] = []

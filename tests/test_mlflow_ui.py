@@ -15,8 +15,13 @@ import mlflow
 import pytest
 
 import eval.run as run_module
-from tests.eval.runs.test_runner import ARGS, direct_reply, reply, use_lm
-from tests.eval.runs.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
+from tests.eval.runs.test_runner import (
+    ARGS,
+    direct_reply,
+    fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    reply,
+    use_lm,
+)
 
 pytestmark = pytest.mark.slow  # an MLflow server and headless Chromium
 
@@ -68,9 +73,9 @@ def mlflow_server(workdir):
             try:
                 urllib.request.urlopen(f"{base}/health", timeout=2)
                 break
-            except OSError:
+            except OSError as err:
                 if server.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"mlflow server did not come up: {(workdir / 'mlflow_server.log').read_text()[-2000:]}")
+                    raise RuntimeError(f"mlflow server did not come up: {(workdir / 'mlflow_server.log').read_text()[-2000:]}") from err  # noqa: E501
                 time.sleep(0.5)
         yield base
     finally:

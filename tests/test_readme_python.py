@@ -9,8 +9,8 @@ import pytest
 
 import eir_dspy.lm as lm_module
 import eval.run as run_module
-from tests.scripted import scripted_lm
 from tests.eval.runs.test_runner import QUESTIONS, reply, write_data
+from tests.scripted import scripted_lm
 
 FROM_PYTHON = Path(__file__).resolve().parents[1] / "docs" / "python.md"
 DATA = "../shared/data/raw/hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl"

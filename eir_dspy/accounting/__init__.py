@@ -17,12 +17,19 @@ calls) and `unusable` (the one path for an output the model wrote that cannot be
 """
 
 from eir_dspy.accounting.calls import lm_call, serving_lms
-from eir_dspy.accounting.ledger import CallRecord, Ledger, calls_so_far, recording
+
 # eval/compile/reflection.py records GEPA's reflection calls with `_record`, as lm_call records every other call.
-from eir_dspy.accounting.ledger import _record  # noqa: F401
+from eir_dspy.accounting.ledger import (
+           CallRecord,
+           Ledger,
+           _record,  # noqa: F401
+           calls_so_far,
+           recording,
+)
 from eir_dspy.accounting.prices import PRICES, price_call, register_price
 from eir_dspy.accounting.replay import keep_replayed_usage
 from eir_dspy.accounting.unusable import UnusableOutput, short_error
 
-__all__ = ["PRICES", "CallRecord", "Ledger", "UnusableOutput", "calls_so_far", "keep_replayed_usage", "lm_call", "price_call", "recording",
+__all__ = ["PRICES", "CallRecord", "Ledger", "UnusableOutput", "calls_so_far", "keep_replayed_usage",
+           "lm_call", "price_call", "recording",
            "register_price", "serving_lms", "short_error"]

@@ -117,7 +117,7 @@ def _unvalidated(signature, names: tuple[str, ...]):
     """`signature` with the fields `names` taken as whatever JSON value the output holds, None when
     it holds none (a field that may be None is filled in by DSPy when missing)."""
     for name in names:
-        signature = signature.with_updated_fields(name, type_=Optional[object])
+        signature = signature.with_updated_fields(name, type_=Optional[object])  # noqa: UP045 (DSPy shows the type's name to the model)
     return signature
 
 

@@ -18,9 +18,8 @@ class RouterEngine(TypedLiteLLMEngine):
     """A DSPy engine whose every request is routed over `api_bases` by a LiteLLM Router."""
 
     def __init__(self, model: str, api_bases: list[str], *, max_tokens: int, timeout: float, num_retries: int) -> None:
-        from litellm import Router
-
         import litellm
+        from litellm import Router
 
         super().__init__()
         self.api_bases = list(api_bases)

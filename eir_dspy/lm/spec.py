@@ -9,7 +9,6 @@ from pathlib import Path
 import dspy
 
 from eir_dspy.accounting import keep_replayed_usage, register_price
-
 from eir_dspy.lm.local_models import DEFAULT_MODEL, MODELS, model_path
 
 # Seconds an API request may take before the client abandons it (and retries it like any other

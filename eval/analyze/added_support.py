@@ -12,14 +12,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from eir_dspy.evidence import EvidenceStore
-from eval.analyze.recovery import (CONVERSION_HEAD, CONVERSION_NOTE, answering_runs, calls_row, calls_table, control,
-                                   conversion_rows, final_call, incomplete_errors, rescored, run_step)
+from eval.analyze.recovery import (
+    CONVERSION_HEAD,
+    CONVERSION_NOTE,
+    answering_runs,
+    calls_row,
+    calls_table,
+    control,
+    conversion_rows,
+    final_call,
+    incomplete_errors,
+    rescored,
+    run_step,
+)
 from eval.analyze.report import POOLED, Context, Report, pooled_run
 from eval.analyze.sources import questions_of
+from eval.data.schema import Question
 from eval.formatting import markdown
 from eval.runs.logged_runs import LoggedRun
 from eval.runs.record import QuestionRecord
-from eval.data.schema import Question
 
 NAME = "added-support"
 PAPER = "F.2, Table 16"

@@ -13,11 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.analyze.report import POOLED, Context, Report, pooled_run
-from eval.compare.error_analysis import Availability, evidence_availability
-from eval.compare.error_analysis import missing_gold  # noqa: F401 (F.1's count per error, read here by name)
+from eval.compare.error_analysis import (
+    Availability,
+    evidence_availability,
+    missing_gold,  # noqa: F401 (F.1's count per error, read here by name)
+)
+from eval.compare.plots import availability_shares
 from eval.formatting import markdown, pct
 from eval.runs.logged_runs import LoggedRun
-from eval.compare.plots import availability_shares
 from eval.scoring.stats import proportion
 
 NAME = "availability"

@@ -17,14 +17,23 @@ from pathlib import Path
 
 from eir_dspy.evidence import EvidenceStore
 from eval.analyze.added_support import POOLED_NOTE, conversions, pool
-from eval.analyze.recovery import (CONVERSION_HEAD, CONVERSION_NOTE, answering_runs, calls_row, calls_table, control,
-                                   incomplete_errors, rescored, run_step)
+from eval.analyze.recovery import (
+    CONVERSION_HEAD,
+    CONVERSION_NOTE,
+    answering_runs,
+    calls_row,
+    calls_table,
+    control,
+    incomplete_errors,
+    rescored,
+    run_step,
+)
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import questions_of
+from eval.data.schema import Question
 from eval.formatting import markdown
 from eval.runs.logged_runs import LoggedRun
 from eval.runs.record import QuestionRecord
-from eval.data.schema import Question
 from programs.extra_reads import MAX_EXTRA_READS, ExtraReads
 
 NAME = "model-selected"

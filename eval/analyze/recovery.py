@@ -11,25 +11,25 @@ from __future__ import annotations
 
 import sys
 import traceback
+from collections.abc import Callable
 from statistics import mean
-from typing import Callable
 
 import dspy
 import mlflow
 
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.evidence import EvidenceStore
-from eval.runs import tracking
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import questions_of, require_fields, run_lm
 from eval.compare.error_analysis import em_errors, missing_gold
-from eval.formatting import markdown, pct
-from eval.runs.logged_runs import LoggedRun, SelectionError
-from eval.scoring.metrics import score_question
-from eval.runs.records import ResultsFile
-from eval.runs.record import QuestionRecord, as_records
-from eval.runs.scheduler import run_all
 from eval.data.schema import Question
+from eval.formatting import markdown, pct
+from eval.runs import tracking
+from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.runs.record import QuestionRecord, as_records
+from eval.runs.records import ResultsFile
+from eval.runs.scheduler import run_all
+from eval.scoring.metrics import score_question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 from programs.answer import AnswerFromEvidence
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from eir_dspy import rejection
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import require_fields
-from eval.runs.record import QuestionRecord, as_records
 from eval.formatting import markdown
 from eval.runs.logged_runs import LoggedRun
+from eval.runs.record import QuestionRecord, as_records
 
 NAME = "rejections"
 PAPER = "Table 22"
@@ -36,7 +36,8 @@ CATEGORIES: dict[str, frozenset[str]] = {
     "unknown or unfound id": frozenset({rejection.UNKNOWN_LIST_ID, rejection.UNKNOWN_ID}),
     "repeated search": frozenset({rejection.REPEATED_SEARCH}),
 }
-OTHER = "other"  # empty_answer, all_read, empty_search, search_in_pool, submit_only_turn, invalid_dependency, legacy invalid_action
+OTHER = "other"  # empty_answer, all_read, empty_search, search_in_pool, submit_only_turn,
+# invalid_dependency, legacy invalid_action
 COLUMNS = (*CATEGORIES, OTHER)
 
 

@@ -10,8 +10,8 @@ import dspy
 
 from eir_dspy.lm import DecodingAdapter, build_lm
 from eval.data.loaders import DataError, load_file, resolve_data_file
-from eval.runs.logged_runs import LoggedRun, SelectionError
 from eval.data.schema import Question
+from eval.runs.logged_runs import LoggedRun, SelectionError
 
 
 def questions_of(run: LoggedRun, data: str | None = None) -> dict[str, Question]:

@@ -19,16 +19,16 @@ from pathlib import Path
 
 import mlflow
 
-from eval.runs import tracking
 from eval.compare.ablation_tables import ablation_files
-from eval.compare.pairs import ComparedRuns, compare
 from eval.compare.error_analysis import Availability, availability_table, evidence_availability, question_diff
 from eval.compare.families import H_SWEEP, Family, FamilyError, checked, load_families, parse_cli_family
-from eval.runs.logged_runs import LoggedRun, SelectionError, select_runs
+from eval.compare.pairs import ComparedRuns, compare
 from eval.compare.plots import evidence_bars, f1_em_vs_h, f1_vs_calls
+from eval.compare.tables import comparison_details, comparisons_csv, support_table, table1, table9
+from eval.runs import tracking
+from eval.runs.logged_runs import LoggedRun, SelectionError, select_runs
 from eval.scoring.health import RunWarning, warnings_for
 from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from eval.compare.tables import comparison_details, comparisons_csv, support_table, table1, table9
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> dict:
     run_id = None
     if not args.no_log:
         # Logged beside the compared runs (the first one's experiment when they are given by id).
-        with mlflow.start_run(experiment_id=runs[0].experiment_id, run_name=f"compare: {grid.reference} vs {len(grid.variants) - 1} variants "
+        with mlflow.start_run(experiment_id=runs[0].experiment_id, run_name=f"compare: {grid.reference} vs {len(grid.variants) - 1} variants "  # noqa: E501
                                        f"/ {len(grid.columns)} columns",
                               tags={tracking.KIND_TAG: tracking.COMPARISON_KIND}) as run:  # never read back as a method run
             run_id = run.info.run_id
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> dict:
             groups = "; ".join(f"{f.name}: {f.grouping}" for f in grid.families)
             mlflow.log_params({"reference": grid.reference, "families": names[:6000], "holm_groups": groups[:6000],
                                "holm_unformed": "p=1", "alpha": grid.alpha,
-                               "intersection": grid.intersection, "stopped_runs": args.stopped, "bootstrap_resamples": grid.resamples,
+                               "intersection": grid.intersection, "stopped_runs": args.stopped, "bootstrap_resamples": grid.resamples,  # noqa: E501
                                "bootstrap_seed": grid.seed, "runs_compared": len(grid.runs),
                                "filter": args.filter or "(none)"})
             mlflow.log_metrics(metrics)

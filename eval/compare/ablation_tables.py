@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from statistics import mean
 
-from eval.compare.pairs import Column, Comparison, ComparedRuns, records_by_id, run_means
 from eval.compare.families import H_SWEEP, LIST_FEEDBACK, REPAIR, REPAIR_APPLIED
+from eval.compare.pairs import Column, ComparedRuns, Comparison, records_by_id, run_means
+from eval.formatting import column_name, fmt_p, markdown
 from eval.runs.logged_runs import LoggedRun
 from eval.runs.record import QuestionRecord, as_records
 from eval.scoring.summary import eir_lists
-from eval.formatting import column_name, fmt_p, markdown
 
 SIGNIFICANT = "*"
 UNFORMED = " ('k of m': the paper's family holds m comparisons; the m − k not formed here count as p = 1)"

@@ -9,8 +9,8 @@ complete evidence when every annotated supporting paragraph was among the paragr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from eval.compare.pairs import records_by_id
 from eval.formatting import markdown, pct

@@ -13,9 +13,9 @@ formed here (`size`: the missing ones count as p = 1).
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from eval.runs.logged_runs import LoggedRun
 

@@ -15,8 +15,16 @@ from eval.compare.families import Family, FamilyError, baselines_name, default_f
 from eval.runs.logged_runs import LoggedRun, SelectionError
 from eval.runs.record import QuestionRecord
 from eval.scoring.metrics import aggregate_defined
-from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, Adjusted, Bootstrap, McNemar, holm, mcnemar_exact, \
-    paired_bootstrap
+from eval.scoring.stats import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    Adjusted,
+    Bootstrap,
+    McNemar,
+    holm,
+    mcnemar_exact,
+    paired_bootstrap,
+)
 
 Column = tuple[str, str]  # (dataset, LM)
 

@@ -20,7 +20,6 @@ import dspy
 
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.lm import DecodingAdapter
-from eval.runs import tracking
 from eval.compile import track
 from eval.compile.evaluate import evaluate
 from eval.compile.lm import add_lm_flags, lm_from_args
@@ -29,6 +28,7 @@ from eval.compile.optimizers import DEMOS, GEPA_AUTO, OPTIMIZERS, Settings, chec
 from eval.compile.program_file import NAME, load_program, save_program
 from eval.compile.splits import SplitError, load_splits
 from eval.data.loaders import DATASETS
+from eval.runs import tracking
 from programs import METHODS
 
 SCORES = ("train+dev", "dev", "none")
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     params = {"name": name, "method": args.method, "optimizer": args.optimizer, "demos": args.demos,
               "metric": args.metric, "dataset": args.dataset, "train_file": args.train, "dev_file": args.dev,
-              "n_train": len(train), "n_dev": len(dev), "seed": args.seed, "lm": lm_name, "decoding": decoding, "score": args.score,
+              "n_train": len(train), "n_dev": len(dev), "seed": args.seed, "lm": lm_name, "decoding": decoding, "score": args.score,  # noqa: E501
               "temperature": args.temperature, "max_tokens": args.max_tokens, "H": args.budget,
               "threads": args.threads, "optimizer_threads": 1, **options,
               **settings.params(args.optimizer, args.demos)}

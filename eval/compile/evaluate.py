@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import dspy
 
 from eval.compile.metric import combine
-from eval.runs.execute import run_question
 from eval.data.schema import Question
+from eval.runs.execute import run_question
 from eval.summary import summarize
 
 

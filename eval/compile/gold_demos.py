@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import dspy
 

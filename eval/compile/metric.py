@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dspy
 
-from eval.scoring.metrics import score_question
 from eval.data.schema import Question
+from eval.scoring.metrics import score_question
 
 METRICS = ("f1", "f1+support")  # answer F1; or the mean of answer F1 and support F1
 _FIELDS = ("id", "question", "answer", "aliases", "type", "paragraphs", "supporting_facts", "dataset",

@@ -11,7 +11,8 @@ file `hotpot_dev_distractor.rpt_sample300_seed0.jsonl` is an acceptance holdout:
 never picked from a directory, only when passed as a file.
 
 A file is a JSON list of records or JSONL (one JSON object per line); anything else (one
-pretty-printed object, a scalar, an empty file) is a DataError saying what the file holds. The layout is detected per record from its keys:
+pretty-printed object, a scalar, an empty file) is a DataError saying what the file holds.
+The layout is detected per record from its keys:
   - HotpotQA / 2Wiki original: `context: [[title, [sentences]]]`, `supporting_facts: [[title, i]]`
   - HotpotQA Hugging Face: `context: {title: [...], sentences: [...]}`, dict supporting facts
   - 2Wiki FlashRAG: `golden_answers`, `metadata: {type, supporting_facts, context}`
@@ -33,8 +34,9 @@ import os
 import random
 import re
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from eir_dspy.paragraphs import Paragraph
 from eval.data.schema import Question

@@ -22,7 +22,6 @@ from eval.data.corpus import BUILD_FULL_INDEX, full_corpus_problem
 from eval.data.loaders import DataError, DataWarning, load_file, resolve_data_file
 
 
-
 class PaperCell(Protocol):
     flags: dict
 

@@ -31,10 +31,10 @@ from pathlib import Path
 import mlflow
 
 import eval.run as run_module
-from eval.runs import tracking
 from eval.formatting import aligned
 from eval.grid.paper import DataCheck
 from eval.grid.spec import Cell, Grid, check_data
+from eval.runs import tracking
 from eval.runs.config import RunConfig
 from eval.runs.record import RecordError, from_legacy
 

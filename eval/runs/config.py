@@ -67,7 +67,7 @@ class LMConfig:
             object.__setattr__(self, "api_base", tuple(self.api_base))
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "LMConfig":
+    def from_args(cls, args: argparse.Namespace) -> LMConfig:
         """From the flags `add_lm_flags` adds (eval.run's and eval.compile's)."""
         return cls(model=args.lm, path=args.lm_path, api_base=tuple(args.api_base) if args.api_base else None,
                    price_in=args.price_in, price_out=args.price_out, temperature=args.temperature,
@@ -238,7 +238,7 @@ class RunConfig:
     # ------------------------------------------------------------ building
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "RunConfig":
+    def from_args(cls, args: argparse.Namespace) -> RunConfig:
         """The condition eval.run's flags ask for. Exits on a method option the method does not take
         or a --program that is not a program file compiled for this method and options."""
         options = method_options(args)
@@ -251,7 +251,7 @@ class RunConfig:
                    seed=args.seed, threads=args.threads, index=args.index, program=program,
                    futile_searches=args.futile_searches)
 
-    def with_lm(self, lm) -> "RunConfig":
+    def with_lm(self, lm) -> RunConfig:
         """Resolved by the built `lm`: its logged name, its default decoding and the decoding run under."""
         decoding, default = self.lm.decodings(lm)
         if self.legacy_decoding:  # keep the label it was logged under, so its tags (and variant run) are found again
@@ -259,7 +259,7 @@ class RunConfig:
         return replace(self, lm=replace(self.lm, decoding=decoding), lm_name=lm.model, default_decoding=default,
                        legacy_decoding=False)
 
-    def with_label(self, name: str) -> "RunConfig":
+    def with_label(self, name: str) -> RunConfig:
         """Labelled as the program `name` (e.g. reflexion_oracle, or reflexion_first for Reflexion's
         first-trial run): corpus-setting runs carry the setting in their label, and runs decoded other
         than the LM's default (or a default not known) carry the decoding, so comparisons never mix
@@ -343,11 +343,11 @@ class RunConfig:
         return json.dumps(self.to_dict())
 
     @classmethod
-    def from_tag(cls, text: str) -> "RunConfig":
+    def from_tag(cls, text: str) -> RunConfig:
         return cls.from_dict(json.loads(text))
 
     @classmethod
-    def from_dict(cls, c: Mapping) -> "RunConfig":
+    def from_dict(cls, c: Mapping) -> RunConfig:
         """A config from its tag's JSON, of any version of eval.run. The rules for runs logged by
         earlier versions (the only place they live):
         - no `decoding` (before --decoding): the embedded model decoded under per-call grammars

@@ -130,7 +130,7 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
             continue
         loaded.append(logged)
     if not loaded:
-        where = f"runs {run_ids}" if run_ids else f"experiment {experiment!r}" + (f" with {filter_string!r}" if filter_string else "")
+        where = f"runs {run_ids}" if run_ids else f"experiment {experiment!r}" + (f" with {filter_string!r}" if filter_string else "")  # noqa: E501
         raise SelectionError(f"no finished eval.run runs in {where}" + (f" (methods {methods})" if methods else ""))
     return loaded, notes
 

@@ -13,8 +13,8 @@ from mlflow.data.dataset_source_registry import resolve_dataset_source
 from mlflow.data.huggingface_dataset_source import HuggingFaceDatasetSource
 from mlflow.data.pandas_dataset import PandasDataset
 
-from eval.runs.config import RunConfig
 from eval.data.schema import Question
+from eval.runs.config import RunConfig
 
 PROGRAM_STATE = "program_state.json"
 DATASET_CONTEXT = "eval"

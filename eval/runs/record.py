@@ -8,12 +8,12 @@ write them all: None means "not recorded". Analyses read fields, never guess fro
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from programs.trajectory_record import Trajectory
-
 
 SCORES = {"answer_f1", "em", "support_f1", "sp_em", "joint_em", "joint_f1"}  # eval.scoring.metrics.score_question's
 

@@ -17,9 +17,9 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 # The run stops when its first FAILING_AFTER finished questions (all of them, if fewer) failed
 # with the same error type and none succeeded.
@@ -106,7 +106,7 @@ class Interrupts:
         self.running = running
         self._previous = None
 
-    def __enter__(self) -> "Interrupts":
+    def __enter__(self) -> Interrupts:
         if threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(signal.SIGINT, self._handle)
         return self

@@ -10,7 +10,7 @@ facts as expectations, so MLflow's trace and GenAI evaluation views show F1/EM/s
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import dspy
 import mlflow

@@ -10,9 +10,10 @@ healthy run gets none. The counts come from eval.scoring.summary, the same ones 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import mean
-from typing import Any, Iterable
+from typing import Any
 
 from eval.runs.record import QuestionRecord, as_records
 from eval.scoring.summary import episodes, rejections

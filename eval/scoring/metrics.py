@@ -17,7 +17,7 @@ Per-question scores are on a 0..1 scale; `aggregate` reports means on a 0..100 s
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 
 from eir_dspy.answer_text import normalize_answer
 from eval.data.schema import Question

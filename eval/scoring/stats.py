@@ -10,8 +10,8 @@ Every function takes plain per-question arrays, already paired (see eval.pairing
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.stats import binomtest

@@ -12,15 +12,22 @@ import dspy
 import pytest
 
 from eir_dspy import rejection
-from eir_dspy.acceptance import (ACCEPTANCES, DEFAULT_FENCE_READING, EXTRACT, FENCE_STRIPPED, FENCE_TEXT, JSON_ONLY,
-                                 json_only_problem)
+from eir_dspy.acceptance import (
+    ACCEPTANCES,
+    DEFAULT_FENCE_READING,
+    EXTRACT,
+    FENCE_STRIPPED,
+    FENCE_TEXT,
+    JSON_ONLY,
+    json_only_problem,
+)
 from eir_dspy.lm import DecodingAdapter
 from eval.analyze import parse_failures, rejections
-from eval.runs.execute import run_question
 from eval.data.schema import Question
+from eval.runs.execute import run_question
 from programs import EIR, METHODS, SSR, Direct, FullPool, Reflexion
-from tests.scripted import act, final, run_program, scripted_lm, turn
 from tests.programs.test_eir import POOL, Q
+from tests.scripted import act, final, run_program, scripted_lm, turn
 
 BAND = "Tinted Windows (band)"
 POOL_Q = Question("pool", Q, "Tulsa", (), "bridge", POOL, ((BAND, 1),), "hotpotqa")

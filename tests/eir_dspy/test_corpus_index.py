@@ -11,6 +11,7 @@ from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError, top_rows
 from eir_dspy.text_analysis import Analyzer
 from eir_dspy.wiki_dump import DUMP_ROOT, DumpError, DumpParagraph, read_dump
 
+
 @pytest.fixture(scope="module")
 def index(tiny_corpus):
     assert tiny_corpus.meta["paragraphs"] == 6 and tiny_corpus.meta["k1"] == 0.9 and tiny_corpus.meta["b"] == 0.4

@@ -62,7 +62,7 @@ def test_a_turn_limited_episodes_read_results_count_turns_left_and_eirs_count_re
         ep = run_episode("q", PoolEnvironment(POOL), policy, budget=budget, max_turns=max_turns)
         return [t.feedback.split(". Cite")[0] for t in ep.turns if t.read_title]
 
-    assert results(None, 3, "ABC") == ['Read "A" (2 reads left)', 'Read "B" (1 reads left)', 'Read "C" (0 reads left: your next action must be submit)']
+    assert results(None, 3, "ABC") == ['Read "A" (2 reads left)', 'Read "B" (1 reads left)', 'Read "C" (0 reads left: your next action must be submit)']  # noqa: E501
     assert results(4, 4, "ABC") == ['Read "A" (3 turns left, counting the submit)',
                                     'Read "B" (2 turns left, counting the submit)',
                                     'Read "C" (1 turn left, the last: only a submit counts on it)']

@@ -15,12 +15,12 @@ from eir_dspy.accounting import Ledger, lm_call, recording, serving_lms
 from eir_dspy.paragraphs import Paragraph
 from eval.compile.metric import example_of
 from eval.compile.optimizers import Settings, compile_program
-from eval.runs.execute import run_question
 from eval.data.schema import Question
+from eval.runs.execute import run_question
 from programs import METHODS
 from programs.eir import EIR
-from tests.scripted import final, scripted_lm, turn
 from tests.programs.test_fuzz_outputs import POOL_Q, Fuzzer
+from tests.scripted import final, scripted_lm, turn
 
 POOL = (Paragraph("Alpha", ("Alpha formed in Tulsa.",), 0), Paragraph("Beta", ("Beta is a city.",), 1))
 Q = Question("q1", "Where did Alpha form?", "Tulsa", (), "bridge", POOL, (("Alpha", 0),), "hotpotqa")
@@ -117,7 +117,7 @@ def test_questions_in_parallel_each_count_only_their_own_calls_on_a_shared_predi
         t.start()
     for t in threads:
         t.join()
-    assert {name: l.n_calls for name, l in ledgers.items()} == {"a": 1, "b": 1, "c": 1}
+    assert {name: ledger.n_calls for name, ledger in ledgers.items()} == {"a": 1, "b": 1, "c": 1}
     assert len(predictor.lm.history) == 3
 
 

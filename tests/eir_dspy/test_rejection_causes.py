@@ -12,15 +12,15 @@ from eir_dspy.corpus_environment import READS, TURNS, CorpusEnvironment
 from eir_dspy.environment import PoolEnvironment
 from eir_dspy.episode import Action, Proposal, run_episode
 from eir_dspy.lm import DecodingAdapter
-from eval.runs.execute import run_question
 from eval.data.schema import Question
+from eval.runs.execute import run_question
 from programs import EIR, Direct, Reflexion
-from tests.scripted import act, field, final, scripted_lm, turn
+from tests.eir_dspy.test_episode import POOL as LETTERS
+from tests.eir_dspy.test_episode import Scripted
 from tests.programs.test_corpus_programs import act as corpus_act
 from tests.programs.test_corpus_programs import eir_turn
 from tests.programs.test_eir import POOL, Q
-from tests.eir_dspy.test_episode import POOL as LETTERS
-from tests.eir_dspy.test_episode import Scripted
+from tests.scripted import act, field, final, scripted_lm, turn
 
 BAND, ALBUM, ACT = "Tinted Windows (band)", "Tinted Windows (album)", "Act of Congress"
 NOT_JSON = "I think the answer is Tulsa, so I will submit it."  # what a model writes instead of the JSON object
@@ -163,6 +163,7 @@ def test_eir_that_reads_nothing_records_empty_evidence():
 
 def test_direct_in_the_corpus_records_unknown_id_repeated_and_empty_search(tiny_corpus, monkeypatch):
     import functools
+
     import programs.direct
     # The rejecting rule is a named option (the paper's default runs both searches: test_corpus_environment.py).
     monkeypatch.setattr(programs.direct, "new_environment",

@@ -17,8 +17,8 @@ from eir_dspy.accounting import Ledger, keep_replayed_usage, recording, register
 from eir_dspy.accounting.replay import REPLAYED_USAGE, UsageKeepingCache
 from eir_dspy.lm.spec import LMSpec, build_lm
 from eir_dspy.paragraphs import Paragraph
-from eval.scoring.summary import paid_and_replayed
 from eval.runs.record import QuestionRecord
+from eval.scoring.summary import paid_and_replayed
 from programs.eir import EIR
 from tests.fake_openai import FakeOpenAI, eir_reply
 
@@ -70,7 +70,7 @@ def test_the_cache_keeps_the_usage_beside_the_cleared_one(tmp_path):
     response = ModelResponse(model="m", usage={"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15})
     cache.put({"q": 1}, response)
     hit = cache.get({"q": 1})
-    assert hit.usage == {} and getattr(hit, "cache_hit") is True  # what DSPy does, unchanged
+    assert hit.usage == {} and hit.cache_hit is True  # what DSPy does, unchanged
     assert getattr(hit, REPLAYED_USAGE) == {"prompt_tokens": 11, "completion_tokens": 4}
     assert response.usage.prompt_tokens == 11 and not hasattr(response, REPLAYED_USAGE)  # the caller's is untouched
 

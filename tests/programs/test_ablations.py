@@ -2,13 +2,13 @@
 
 import pytest
 
+from eir_dspy.evidence import EvidenceStore
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import AgentLists, DependentConclusionUpdate
-from eir_dspy.evidence import EvidenceStore
 from programs.eir import EIR
 from programs.eir_repair import MAX_REPAIRS_PER_TURN
-from tests.scripted import field, final, run_program, turn
 from tests.programs.test_eir import POOL, Q
+from tests.scripted import field, final, run_program, turn
 
 BAND = "Tinted Windows (band)"
 REQ = {"id": None, "text": "QQREQ city of the first show", "status": "open"}

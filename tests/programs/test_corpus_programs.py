@@ -5,7 +5,7 @@ import re
 import dspy
 
 from eir_dspy.accounting import Ledger, recording
-from programs import SSR, Direct, EIR, Reflexion
+from programs import EIR, SSR, Direct, Reflexion
 from signatures.search_turns import PLAN_FIELDS
 from tests.scripted import field, final, scripted_lm
 

@@ -1,7 +1,7 @@
 from eir_dspy.paragraphs import Paragraph
 from programs import Direct
-from tests.scripted import act, field, run_program
 from tests.programs.test_eir import POOL, Q
+from tests.scripted import act, field, run_program
 
 BAND = "Tinted Windows (band)"
 

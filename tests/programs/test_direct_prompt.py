@@ -9,19 +9,31 @@ import dspy
 import pytest
 
 from eir_dspy.lm import DecodingAdapter
+from eir_dspy.paragraphs import Paragraph
 from eval.runs.execute import run_question
 from programs import EIR, Direct
-from eir_dspy.paragraphs import Paragraph
-from signatures import (DecomposeProposal, DirectSearchTurn, DirectTurn, EIRSearchTurn, EIRTurn, Reflect,
-                        ReflexionSearchTurn, ReflexionTurn, RefineSearchStep, RefineStep, VerifySearchStep, VerifyStep)
-from signatures import schemas
+from signatures import (
+    DecomposeProposal,
+    DirectSearchTurn,
+    DirectTurn,
+    EIRSearchTurn,
+    EIRTurn,
+    RefineSearchStep,
+    RefineStep,
+    Reflect,
+    ReflexionSearchTurn,
+    ReflexionTurn,
+    VerifySearchStep,
+    VerifyStep,
+    schemas,
+)
 from signatures.search_turns import PLAN_FIELDS
-from tests.scripted import act, field, final, run_program, scripted_lm, turn
+from tests.eir_dspy.test_rejection_causes import POOL_Q
 from tests.programs.test_corpus_programs import act as corpus_act
 from tests.programs.test_corpus_programs import eir_turn
 from tests.programs.test_corpus_programs import run as run_corpus
-from tests.eir_dspy.test_rejection_causes import POOL_Q
 from tests.programs.test_eir import POOL, Q
+from tests.scripted import act, field, final, run_program, scripted_lm, turn
 
 BAND, ALBUM, ACT = "Tinted Windows (band)", "Tinted Windows (album)", "Act of Congress"
 LISTS = ("requirements", "conclusions")
@@ -122,8 +134,9 @@ def test_eirs_results_still_count_its_reads_left():
     _, _, engine = run_program(EIR(budget=6), Q, letters, replies)
     results = [field(p, "last_result") for p in engine.prompts[:7]]
     assert results[0] == "(nothing yet: choose a paragraph to read)"
-    assert [r.split(". Cite")[0] for r in results[1:]] == [f'Read "{t}" ({n} reads left)' for t, n in zip("ABCDE", range(5, 0, -1))] \
-        + ['Read "F" (0 reads left: your next action must be submit)']  # B.1: the one decision after the H reads
+    reads = [f'Read "{t}" ({n} reads left)' for t, n in zip("ABCDE", range(5, 0, -1))]
+    # B.1: the one decision after the H reads
+    assert [r.split(". Cite")[0] for r in results[1:]] == reads + ['Read "F" (0 reads left: your next action must be submit)']
     assert not any("turn" in r for r in results)
 
 

@@ -249,8 +249,8 @@ def test_a_missing_list_field_is_an_invalid_update_discarded_in_the_pool_and_rej
 
 
 def test_a_step_with_unreadable_list_updates_never_becomes_a_demo():
-    from dspy.teleprompt.bootstrap_trace import FailedPrediction
     import dspy
+    from dspy.teleprompt.bootstrap_trace import FailedPrediction
 
     from eir_dspy.state import MalformedUpdates
     from eval.compile.optimizers import _failed

@@ -3,8 +3,8 @@ import dspy
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.lm import DecodingAdapter
 from programs import FullPool
-from tests.scripted import field, final, scripted_lm
 from tests.programs.test_eir import POOL, Q
+from tests.scripted import field, final, scripted_lm
 
 
 def test_one_call_sees_every_paragraph_in_the_final_answer_format():

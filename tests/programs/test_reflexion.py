@@ -4,12 +4,12 @@ import dspy
 import pytest
 
 from eir_dspy.accounting import Ledger, recording
-from eval.runs.execute import run_question
 from eval.data.schema import Question
+from eval.runs.execute import run_question
 from programs import Direct, Reflexion
-from tests.scripted import act, field, run_program, scripted_lm
 from tests.programs.test_direct_prompt import input_fields
 from tests.programs.test_eir import POOL, Q
+from tests.scripted import act, field, run_program, scripted_lm
 
 BAND = "Tinted Windows (band)"
 SOURCE = "Their first show was in Tulsa."

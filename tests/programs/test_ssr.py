@@ -1,9 +1,9 @@
 """SSR's control flow on a scripted LM: call counts, refinement, fallbacks, independent votes."""
 
 from programs import SSR, Direct
-from tests.scripted import act, field, run_program
 from tests.programs.test_direct_prompt import input_fields
 from tests.programs.test_eir import POOL, Q
+from tests.scripted import act, field, run_program
 
 BAND, ALBUM, ACT = "Tinted Windows (band)", "Tinted Windows (album)", "Act of Congress"
 STEPS = {"facts": "nothing read yet", "justification": "the band page names the city", "action": "read the band page"}

@@ -10,8 +10,8 @@ import pytest
 from eir_dspy.lm import DecodingAdapter
 from eval.analyze import added_support, extra_retrieval, model_selected, recovery
 from eval.analyze.report import Context, Report
-from eval.runs.logged_runs import LoggedRun, SelectionError
 from eval.runs.config import LMConfig, RunConfig
+from eval.runs.logged_runs import LoggedRun, SelectionError
 from tests.scripted import scripted_lm
 
 ANSWER = "Zanzibar"
@@ -225,7 +225,7 @@ def test_model_selected_reading_nothing_still_runs_the_final_call_on_the_unchang
     report = model_selected.analyze([run], Context(out=tmp_path / "out", resamples=200), tmp_path)
     key = "model-selected/eir/hotpotqa/local/scripted"
     assert report.metrics[f"successful_reads/{key}"] == 0 and report.metrics[f"final_without_read/{key}"] == 1
-    assert report.metrics[f"conversions/model-selected/model-selected/eir/hotpotqa/local/scripted"] == 0
+    assert report.metrics["conversions/model-selected/model-selected/eir/hotpotqa/local/scripted"] == 0
     log = json.loads((tmp_path / "out" / "call_logs" / run.run_id / "model-selected.jsonl").read_text())
     # F.3: the final call ran over the evidence as it was (no Beta Isle), and its answer is the one scored.
     assert (log["read"], log["answered"], log["answer"]) == ([], True, "Pemba")
@@ -267,7 +267,7 @@ def test_model_selected_counts_exact_matches_with_and_without_a_successful_read(
     key = "model-selected/eir/hotpotqa/local/scripted"
     m = report.metrics
     assert (m[f"matches_after_read/{key}"], m[f"matches_without_read/{key}"]) == (0, 1)
-    assert m[f"conversions/model-selected/model-selected/eir/hotpotqa/local/scripted"] == 1
+    assert m["conversions/model-selected/model-selected/eir/hotpotqa/local/scripted"] == 1
     reads = rows_of(report.tables["table16_model_selected.md"].split("## What was read")[1])
     assert (reads[0]["exact matches after a successful read"], reads[0]["exact matches without a successful read"]) \
         == ("0", "1")

@@ -7,8 +7,13 @@ import pytest
 
 import eval.compare.__main__ as compare_module
 import eval.run as run_module
-from tests.eval.runs.test_runner import ARGS, direct_reply, reply, use_lm
-from tests.eval.runs.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
+from tests.eval.runs.test_runner import (
+    ARGS,
+    direct_reply,
+    fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    reply,
+    use_lm,
+)
 
 
 def make_runs(monkeypatch) -> dict[str, str]:

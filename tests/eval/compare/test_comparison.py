@@ -2,10 +2,10 @@
 
 import pytest
 
-from eval.compare.pairs import QuestionSetMismatch, compare, place_runs
 from eval.compare.error_analysis import evidence_availability, question_diff
-from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.compare.pairs import QuestionSetMismatch, compare, place_runs
 from eval.compare.tables import comparisons_csv, support_table, table1, table9
+from eval.runs.logged_runs import LoggedRun, SelectionError
 
 
 def record(qid: str, em: float, f1: float | None = None, calls: int = 2, read_gold: bool = True) -> dict:

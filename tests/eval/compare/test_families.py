@@ -7,12 +7,17 @@ import pytest
 import eval.compare.__main__ as compare_module
 import eval.run as run_module
 from eval.compare.ablation_tables import ablation_files, table10, table11, table12, table13, table14
-from eval.compare.pairs import compare, comparison_key
 from eval.compare.families import Family, FamilyError, default_families, load_families, parse_cli_family
+from eval.compare.pairs import compare, comparison_key
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.stats import holm
-from tests.eval.runs.test_runner import ARGS, direct_reply, reply, use_lm
-from tests.eval.runs.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
+from tests.eval.runs.test_runner import (
+    ARGS,
+    direct_reply,
+    fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    reply,
+    use_lm,
+)
 
 HOTPOT, WIKI = ("hotpotqa", "local/m"), ("2wiki", "local/m")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import eval.grid as grid_module
-from eval.compare.pairs import compare
 from eval.compare.families import Family, FamilyError, load_families
+from eval.compare.pairs import compare
 from eval.scoring.stats import BOOTSTRAP_SEED, holm, mcnemar_exact
 from tests.eval.compare.test_families import run
 from tests.eval.grid.test_grid import BASE, bad
@@ -42,7 +42,7 @@ def test_table1_and_6_one_holm_family_of_six_per_baseline_and_full_pool_its_own(
     grid = compare(cells(("eir",) + MAIN_BASELINES), "eir", families, resamples=200)
     groups = holm_families(grid)
     assert sorted(groups) == sorted(f"eir_vs_baselines:eir vs {b}" for b in MAIN_BASELINES)
-    for name, members in groups.items():
+    for members in groups.values():
         assert len(members) == 6 and {c.family_size for c in members} == {6} and {c.formed for c in members} == {6}
         assert len({c.column for c in members}) == 6 and len({c.method for c in members}) == 1  # six rows, one baseline
         expected = holm({c.key: c.f1.p for c in members})

@@ -17,16 +17,16 @@ import eval.compile.lm as compile_lm
 import eval.compile.splits as splits
 import eval.run as run_module
 from eir_dspy.lm import DecodingAdapter
-from eval.runs import tracking
 from eval.compile.feedback import FeedbackMetric
 from eval.compile.metric import Metric, example_of
 from eval.compile.program_file import load_program
 from eval.data.loaders import load_questions
 from eval.grid.spec import GridError, load_grid
+from eval.runs import tracking
 from eval.runs.logged_runs import select_runs
 from eval.scoring.metrics import score_question
-from tests.eval.runs.test_runner import write_data
 from programs import EIR
+from tests.eval.runs.test_runner import write_data
 from tests.scripted import field, final, scripted_lm, turn
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -15,8 +15,7 @@ from eir_dspy.evidence import EvidenceStore
 from eir_dspy.lm import DecodingAdapter
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import AgentLists, Citation, ConclusionUpdate, RequirementUpdate
-from eval.compile.gold_demos import (DIVERGED, SENTENCE_MISSING, TITLE_NOT_IN_POOL, TOO_MANY_READS, GoldAdapter,
-                                     gold_demos)
+from eval.compile.gold_demos import DIVERGED, SENTENCE_MISSING, TITLE_NOT_IN_POOL, TOO_MANY_READS, GoldAdapter, gold_demos
 from eval.data.loaders import load_file
 from programs import METHODS
 from programs.eir import EIR

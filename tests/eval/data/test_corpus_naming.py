@@ -8,8 +8,12 @@ import mlflow
 import eval.run as run_module
 from eval.data.corpus import FULL, OFFLINE, PARTIAL, corpus_name, full_corpus_problem
 from tests.eval.grid.test_grid import write_full_index
-from tests.eval.runs.test_runner import ARGS, corpus_reply, use_lm
-from tests.eval.runs.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
+from tests.eval.runs.test_runner import (
+    ARGS,
+    corpus_reply,
+    fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    use_lm,
+)
 
 
 def test_an_index_is_named_offline_partial_or_full(tmp_path, tiny_corpus):

@@ -18,8 +18,8 @@ from eval.runs import tracking
 from programs import EIR, SSR, Direct
 from programs.call_rules import max_calls
 from tests.fake_openai import eir_reply
-from tests.scripted import act, run_program, turn, use_lm
 from tests.programs.test_eir import POOL, Q
+from tests.scripted import act, run_program, turn, use_lm
 
 ROOT = Path(__file__).resolve().parents[3]
 N = 3
@@ -116,7 +116,7 @@ def test_a_grid_runs_every_cell_tags_it_and_compares_then_a_second_run_starts_no
         assert run.data.metrics["n"] == N and run.data.params["max_tokens"] == "256"
         assert run.data.params["data_file"] == str(workdir / "data.jsonl")  # resolved against $EIR_DATA_DIR
     key = json.loads(grid.cells[0].key)
-    assert key == {"method": "eir", "dataset": "hotpotqa", "lm": DEFAULT_MODEL, "budget": 2, "limit": N, "seed": 0, "rules": "issue31",
+    assert key == {"method": "eir", "dataset": "hotpotqa", "lm": DEFAULT_MODEL, "budget": 2, "limit": N, "seed": 0, "rules": "issue31",  # noqa: E501
                    "data": "data.jsonl", "max_tokens": 256}
     assert compared == [["--experiment", "grid-test", "--reference", "eir", "--families", "grid.toml"]]
     out = capsys.readouterr().out
@@ -224,7 +224,7 @@ def test_validation_errors_name_the_file_and_the_entry(tmp_path):
         tmp_path, BASE + '[[methods]]\nmethod = "direct"\nablation = "repair"\n')
     assert "datasets must be a non-empty list" in bad(tmp_path, ok.replace('["hotpotqa"]', "[]"))
     assert "datasets[0]: unknown value 'hotpot'" in bad(tmp_path, ok.replace('"hotpotqa"', '"hotpot"'))
-    assert "budgets[1] must be a positive integer, got 0" in bad(tmp_path, BASE + 'budgets = [6, 0]\n[[methods]]\nmethod = "eir"\n')
+    assert "budgets[1] must be a positive integer, got 0" in bad(tmp_path, BASE + 'budgets = [6, 0]\n[[methods]]\nmethod = "eir"\n')  # noqa: E501
     assert "run: 'limit' is set by the grid; use the grid's `n`" in bad(tmp_path, ok + "[run]\nlimit = 3\n")
     assert "run.method: methods are named by the [[methods]] entries" in bad(tmp_path, ok + '[run]\nmethod = "ssr"\n')
     assert "run.votes: a method option" in bad(tmp_path, ok + "[run]\nvotes = 3\n")
@@ -353,7 +353,8 @@ def test_every_shipped_grid_validates(name, full_index):
 
 
 def test_the_shipped_grids_hold_the_papers_conditions(full_index):
-    variants = lambda name: {v for c in grid_module.load_grid(ROOT / "grids" / f"{name}.toml").cells for v in c.variants}
+    def variants(name):
+        return {v for c in grid_module.load_grid(ROOT / "grids" / f"{name}.toml").cells for v in c.variants}
     # Claude Haiku 4.5 runs `free` (the paper's condition), which is also its default
     # (eir_dspy/lm/decoding.py), so both LMs' runs carry the same variants and pair with `eir`.
     assert variants("paper-main") == {"eir", "direct", "full_pool", "ssr votes=3 T=0.7",
@@ -423,7 +424,7 @@ def test_call_rules_are_reached_by_models_that_never_submit():
 
 
 def test_a_finished_cell_with_failed_questions_is_resumed(workdir, monkeypatch, compared):
-    (workdir / "grid.toml").write_text(GRID.replace('budgets = [2, 6]', 'budgets = [6]').split("[[methods]]\nmethod = \"full_pool\"")[0])
+    (workdir / "grid.toml").write_text(GRID.replace('budgets = [2, 6]', 'budgets = [6]').split("[[methods]]\nmethod = \"full_pool\"")[0])  # noqa: E501
 
     def provider_down_for_q1(prompt):
         if "fort number 1?" in prompt:

@@ -11,8 +11,8 @@ import eval.grid as grid_module
 import eval.run as run_module
 from eval.data.corpus import BUILD_FULL_INDEX, FULL_CORPUS_MIN_PARAGRAPHS
 from eval.index import build_default_index
-from tests.fake_openai import eir_reply
 from tests.eval.grid.test_grid import GRID, use_lm, write_full_index, write_questions
+from tests.fake_openai import eir_reply
 
 ROOT = Path(__file__).resolve().parents[3]
 PAPER_CORPUS = ROOT / "grids" / "paper-corpus.toml"

@@ -12,8 +12,14 @@ import pytest
 import eval.run as run_module
 from eval.runs import provenance
 from programs import METHODS
-from tests.eval.runs.test_runner import ARGS, QUESTIONS, direct_reply, reply, use_lm
-from tests.eval.runs.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
+from tests.eval.runs.test_runner import (
+    ARGS,
+    QUESTIONS,
+    direct_reply,
+    fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    reply,
+    use_lm,
+)
 
 
 def slow(fn, seconds=0.3):

@@ -9,13 +9,12 @@ import dspy
 import pytest
 
 import eval.summary as summary
-
 from eir_dspy.lm import DecodingAdapter
 from eval.runs.execute import run_question
 from eval.runs.logged_runs import SelectionError, checked
 from eval.runs.record import QuestionRecord, RecordError, from_legacy
-from eval.scoring.summary import summarize
 from eval.runs.records import ResultsFile
+from eval.scoring.summary import summarize
 from programs import METHODS, Reflexion
 from programs.trajectory_record import Method, Trajectory
 from tests.eir_dspy.test_acceptance import POOL_Q

@@ -15,7 +15,7 @@ from eval.runs.config import LMConfig, ProgramFile, RunConfig
 LOCAL = "local/qwen2.5-coder-1.5b"  # the default --lm as it is logged
 TAG_KEYS = ["method", "dataset", "data_file", "n", "seed", "lm_model", "lm_path", "api_base", "price_in", "price_out",
             "temperature", "max_tokens", "decoding", "request_timeout", "budget", "threads", "engine", "server_args",
-            "options", "setting", "index", "futile_searches", "lm", "default_decoding", "label"]  # the eir.config tag, in its order
+            "options", "setting", "index", "futile_searches", "lm", "default_decoding", "label"]  # the eir.config tag, in its order  # noqa: E501
 
 
 def config(*flags: str) -> RunConfig:
@@ -203,7 +203,7 @@ def test_a_grid_cell_is_the_config_its_command_line_makes(tmp_path, monkeypatch)
 
     monkeypatch.delenv("EIR_DATA_DIR", raising=False)
     path = tmp_path / "g.toml"
-    path.write_text('experiment = "g"\nreference = "ssr H=4 votes=2 T=0.7"\nn = 2\nseed = 4\ndatasets = ["hotpotqa"]\nlms = ["openai/gpt-4.1-mini"]\n'
+    path.write_text('experiment = "g"\nreference = "ssr H=4 votes=2 T=0.7"\nn = 2\nseed = 4\ndatasets = ["hotpotqa"]\nlms = ["openai/gpt-4.1-mini"]\n'  # noqa: E501
                     '[data]\nhotpotqa = "d.jsonl"\n[run]\nmax_tokens = 256\ntrace = true\n'
                     '[[methods]]\nmethod = "ssr"\nvotes = 2\nbudgets = [4]\n')
     grid = grid_module.load_grid(path)

@@ -5,7 +5,6 @@ the run in its own experiment."""
 
 import json
 import os
-import time
 from pathlib import Path
 
 import mlflow

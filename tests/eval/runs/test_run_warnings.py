@@ -6,8 +6,12 @@ import mlflow
 import eval.run as run_module
 import eval.summary as summary
 from eval.runs import tracking
-from tests.eval.runs.test_runner import ARGS, reply, use_lm
-from tests.eval.runs.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
+from tests.eval.runs.test_runner import (
+    ARGS,
+    fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    reply,
+    use_lm,
+)
 
 
 def nonsense(prompt):

@@ -9,11 +9,14 @@ import eval.grid as grid_module
 import eval.run as run_module
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval import genai_eval
-from eval.runs import traces
-from eval.runs import tracking
+from eval.runs import traces, tracking
 from eval.runs.logged_runs import select_runs
-from tests.eval.runs.test_runner import ARGS, reply, use_lm
-from tests.eval.runs.test_runner import fill_workdir  # noqa: F401 (the files the workdir fixture writes here)
+from tests.eval.runs.test_runner import (
+    ARGS,
+    fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    reply,
+    use_lm,
+)
 
 
 def run_traces(run_id: str) -> list:

@@ -10,7 +10,6 @@ from eval.scoring import health
 from eval.scoring.health import warnings_for
 from eval.scoring.summary import behaviour, summarize
 
-
 IDS = count(1)
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from eir_dspy.paragraphs import Paragraph
+from eval.data.schema import Question
 from eval.scoring.metrics import (
     PARTIAL_SCORE_KEYS,
     SCORE_KEYS,
@@ -20,7 +22,6 @@ from eval.scoring.metrics import (
     support_scores,
     token_f1,
 )
-from eval.data.schema import Question
 from eval.scoring.summary import format_table, summarize
 
 POOL = (Paragraph("A", ("a0", " a1"), 0), Paragraph("B", ("b0", " b1"), 1), Paragraph("C", ("c0",), 2))
