@@ -3,10 +3,11 @@
     EIR_DATA_DIR=../shared/data/raw python benchmarks/eir_time_by_role.py [--n 3] [--decoding strict]
 
 Runs the first N questions of the dev sample (HotpotQA rpt_sample500_seed1, never the holdout)
-through EIR in-process and prints, per role: calls, prompt tokens evaluated vs served from the
-engine's cache, generated tokens, and seconds split into prompt evaluation, generation (model
-evaluation of each sampled token), state-cache save/restore and the rest (sampling, grammar,
-tokenising); then each question's seconds and answer (to check greedy answers stay the same).
+through EIR on the managed llama-server, one at a time, and prints, per role: calls, prompt tokens
+evaluated vs served from the server's cache, generated tokens, and seconds split, by the server's
+own timings, into prompt evaluation, generation (sampling and grammar included) and the rest
+(the request's way to the server and back); then each question's seconds and answer (to check
+greedy answers stay the same).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from eval.runs.execute import run_question
 from programs import METHODS
 
 COLUMNS = ("calls", "prompt_tokens", "prompt_evaluated", "prompt_cached", "generated", "seconds", "prompt_s",
-           "generate_eval_s", "state_cache_s", "other_s")
+           "generate_s", "other_s")
 
 
 def main() -> None:
@@ -36,7 +37,7 @@ def main() -> None:
     p.add_argument("--decoding", default="strict", choices=DECODINGS)
     p.add_argument("--json", default=None, help="also write the per-call rows here")
     args = p.parse_args()
-    lm = build_lm(LMSpec(args.lm, decoding=args.decoding, engine="inprocess"))  # its trace times each phase
+    lm = build_lm(LMSpec(args.lm, decoding=args.decoding, slots=1))  # its trace has the server's timings
     engine = lm.engine
     dspy.configure(lm=lm, adapter=DecodingAdapter(args.decoding))
     program = METHODS[args.method](budget=6)

@@ -31,8 +31,11 @@ from programs import METHODS
 def replay(url: str, request: dict, grammar: bool) -> dict:
     body = {"model": request.get("model", "m"), "messages": request["messages"], "temperature": 0.0,
             **request.get("extra_body", {}), "cache_prompt": True}
+    if request.get("response_format"):  # the schema the server turns into its grammar (schema decoding)
+        body["response_format"] = request["response_format"]
     if not grammar:
         body.pop("grammar", None)
+        body.pop("response_format", None)
     http = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
                                   headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(http, timeout=3600) as reply:

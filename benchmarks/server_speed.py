@@ -30,21 +30,23 @@ FILLER = ("The castle of {i} stands on a hill above the river, and its library h
           "diaries of the families who lived there for four centuries. ")
 
 
-def eir_turn_grammar() -> str:
-    """The GBNF an EIR turn is decoded under (schema decoding, the embedded default)."""
+def eir_turn_format() -> dict:
+    """The response format an EIR turn is decoded under (schema decoding, the embedded default): its
+    schema, which the server turns into a grammar."""
     from dspy.adapters.json_adapter import _get_structured_outputs_response_format
 
-    from eir_dspy.lm.grammar import schema_gbnf
     from signatures.eir_turn import EIRTurn
 
-    return schema_gbnf(json.dumps(_get_structured_outputs_response_format(EIRTurn).model_json_schema()), False)
+    schema = _get_structured_outputs_response_format(EIRTurn).model_json_schema()
+    return {"type": "json_schema", "json_schema": {"name": "EIRTurn", "schema": schema}}
 
 
-def post(url: str, system: str, user: str, max_tokens: int, grammar: str | None = None) -> dict:
+def post(url: str, system: str, user: str, max_tokens: int, response_format: dict | None = None) -> dict:
     body = {"model": "m", "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-            "max_tokens": max_tokens, "temperature": 0.0, "cache_prompt": False, "ignore_eos": grammar is None}
-    if grammar:
-        body["grammar"] = grammar
+            "max_tokens": max_tokens, "temperature": 0.0, "cache_prompt": False,
+            "ignore_eos": response_format is None}
+    if response_format:
+        body["response_format"] = response_format
     request = urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=900) as reply:
@@ -73,12 +75,12 @@ def measure(binary: Path, model: Path, parallel: list[int]) -> list[str]:
                 lines.append(f"| {binary.parent.name} | {label} | {p} | {prompt} prompt + {generated} generated tokens "
                              f"| {generated / wall:.1f} generated tok/s overall | {wall:.1f} s wall |")
             # The same generation under the EIR turn's grammar: per-token cost of constrained decoding.
-            grammar = eir_turn_grammar()
+            turn_format = eir_turn_format()
             ask = ("Write requirement_updates (a list of {id, text, status}), conclusion_updates and action "
                    "as JSON for the question: which castle is older?")
             t0 = time.perf_counter()
             with ThreadPoolExecutor(p) as pool:
-                outs = list(pool.map(lambda k: post(server.url, "Answer in JSON.", f"{ask} ({k})", 160, grammar),  # noqa: B023 (used at once)
+                outs = list(pool.map(lambda k: post(server.url, "Answer in JSON.", f"{ask} ({k})", 160, turn_format),  # noqa: B023 (used at once)
                                      range(p)))
             wall = time.perf_counter() - t0
             generated = sum(o["timings"]["predicted_n"] for o in outs)

@@ -1,9 +1,9 @@
-"""Questions per hour of the embedded model: engines and questions in flight, same questions.
+"""Questions per hour of the embedded model: questions in flight on its server, same questions.
 
     EIR_DATA_DIR=../shared/data/raw python benchmarks/throughput.py \\
-        --methods eir direct full_pool --n 10 --configs inprocess:1 server:1 server:2 server:4 server:8
+        --methods eir direct full_pool --n 10 --threads 1 2 4 8
 
-Each (method, engine:threads) cell is an ordinary `python -m eval.run` on the first N questions
+Each (method, threads) cell is an ordinary `python -m eval.run` on the first N questions
 of the dev sample (HotpotQA rpt_sample500_seed1, never the holdout), logged to the MLflow
 experiment `throughput`. Per cell it prints the amortized seconds per question (the run's wall
 time over N: what a batch of questions costs), questions/hour, the mean latency of one question,
@@ -23,16 +23,16 @@ from pathlib import Path
 METHODS = ("eir", "direct", "full_pool")
 
 
-def run_cell(method: str, engine: str, threads: int, n: int, extra: list[str]) -> dict:
+def run_cell(method: str, threads: int, n: int, extra: list[str]) -> dict:
     import eval.run as run_module
     from eval.runs.records import wall_time
 
-    result = run_module.main(["--method", method, "--limit", str(n), "--threads", str(threads), "--engine", engine,
+    result = run_module.main(["--method", method, "--limit", str(n), "--threads", str(threads),
                               "--experiment", "throughput", *extra])
     records = result["records"]
     wall = wall_time(records)
     return {
-        "method": method, "engine": engine, "threads": threads, "n": len(records), "run_id": result["run_id"],
+        "method": method, "engine": "server", "threads": threads, "n": len(records), "run_id": result["run_id"],
         "wall_s": wall, "s_per_q": wall / len(records), "q_per_hour": 3600 * len(records) / wall,
         "latency_s": sum(r["seconds"] for r in records) / len(records),
         "f1": 100 * sum(r["answer_f1"] for r in records) / len(records),
@@ -77,8 +77,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--methods", nargs="+", default=list(METHODS))
     p.add_argument("--n", type=int, default=10)
-    p.add_argument("--configs", nargs="+", default=["server:1", "server:2", "server:4", "server:8"],
-                   metavar="ENGINE:THREADS")
+    p.add_argument("--threads", nargs="+", type=int, default=[1, 2, 4, 8], help="questions in flight, one cell each")
     p.add_argument("--json", default="runs/throughput.json", help="cells kept here as they finish")
     p.add_argument("extra", nargs=argparse.REMAINDER, help="after --: more eval.run flags (e.g. --decoding strict)")
     args = p.parse_args()
@@ -86,12 +85,11 @@ def main() -> None:
     path = Path(args.json)
     cells = json.loads(path.read_text()) if path.exists() else []
     for method in args.methods:
-        for config in args.configs:
-            engine, threads = config.split(":")
-            key = (method, engine, int(threads), args.n, extra)
+        for threads in args.threads:
+            key = (method, "server", threads, args.n, extra)  # cells kept before issue 33 may name `inprocess`
             if any((c["method"], c["engine"], c["threads"], c["n"], c.get("extra", [])) == key for c in cells):
                 continue
-            cell = run_cell(method, engine, int(threads), args.n, extra)
+            cell = run_cell(method, threads, args.n, extra)
             cell["extra"] = extra
             cells.append(cell)
             path.parent.mkdir(parents=True, exist_ok=True)

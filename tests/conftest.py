@@ -5,7 +5,8 @@ browsers, subprocesses, multi-second runs) or `integration` (the real local LM);
 runs everything (CI does). An explicit `-m EXPRESSION` selects as usual, with no default deselection.
 
 Fixtures: a tiny corpus written in the Wikipedia dump's format and indexed by the real build path, and
-`workdir`, a fresh directory to run eval.run or eval.grid in; `data_dir`, the real data for integration tests."""
+`workdir`, a fresh directory to run eval.run or eval.grid in; `data_dir`, the real data for integration tests;
+`llama_server`, the binary their embedded model runs in."""
 
 import os
 from pathlib import Path
@@ -61,6 +62,18 @@ def data_dir():
     if not path or not Path(path).is_dir():
         pytest.fail("set EIR_DATA_DIR to the benchmark data directory (e.g. ../shared/data/raw)")
     return Path(path).resolve()
+
+
+@pytest.fixture
+def llama_server():
+    """The llama-server binary the integration tests' embedded model runs in (scripts/setup.sh builds
+    it); the test is skipped on a machine without one."""
+    from eir_dspy.lm.embedded_server import EngineError, server_binary
+
+    try:
+        return server_binary()
+    except EngineError as exc:
+        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="session")

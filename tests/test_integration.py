@@ -10,8 +10,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("decoding", ["schema", "free", "strict"])  # schema: the embedded model's default
-def test_eir_on_two_real_questions_logs_an_mlflow_run(decoding, tmp_path, monkeypatch, data_dir):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
+def test_eir_on_two_real_questions_logs_an_mlflow_run(decoding, tmp_path, monkeypatch, data_dir, llama_server):
     import eval.run as run_module
 
     monkeypatch.chdir(tmp_path)
@@ -47,8 +46,7 @@ BASELINES = {
 
 
 @pytest.mark.parametrize("method", sorted(BASELINES))
-def test_each_baseline_runs_on_a_real_question(method, tmp_path, monkeypatch, data_dir):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
+def test_each_baseline_runs_on_a_real_question(method, tmp_path, monkeypatch, data_dir, llama_server):
     import eval.run as run_module
 
     monkeypatch.chdir(tmp_path)
@@ -63,9 +61,8 @@ def test_each_baseline_runs_on_a_real_question(method, tmp_path, monkeypatch, da
 
 
 @pytest.mark.parametrize("method", ["eir", "direct"])
-def test_corpus_setting_on_a_real_question(method, tmp_path, monkeypatch, data_dir):
+def test_corpus_setting_on_a_real_question(method, tmp_path, monkeypatch, data_dir, llama_server):
     """The offline corpus is built from the real HotpotQA files; the real model searches it."""
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
     import eval.run as run_module
 
     monkeypatch.chdir(tmp_path)

@@ -1,5 +1,5 @@
-"""LMs: any DSPy/LiteLLM model string, an embedded GGUF run in-process, or served endpoints,
-and the decoding mode every request follows."""
+"""LMs: any DSPy/LiteLLM model string, an embedded GGUF served by a managed llama-server, or served
+endpoints, and the decoding mode every request follows."""
 
 from eir_dspy.lm.decoding import DECODINGS, LOCAL_DEFAULT, DecodingAdapter, default_decoding, strict_grammar
 from eir_dspy.lm.spec import DEFAULT_REQUEST_TIMEOUT, LMSpec, build_lm

@@ -81,7 +81,7 @@ def server_binary() -> Path:
     default = cache_dir().parent / "llama-server" / "default"
     if not default.is_file():
         raise EngineError("no llama-server binary on this machine: build it with `bash scripts/build_llama_server.sh` "
-                          "(scripts/setup.sh does), set EIR_LLAMA_SERVER to one, or run in-process with --engine inprocess")
+                          "(scripts/setup.sh does), or set EIR_LLAMA_SERVER to one")
     return default.resolve()
 
 
@@ -107,15 +107,17 @@ def _die_with_parent(parent: int):
 
 
 class EmbeddedServer:
-    """One running llama-server process."""
+    """One running llama-server process. `alongside`: start it although this process runs one
+    already (two endpoints of one model, for tests/eir_dspy/lm/test_served_endpoints.py); anything
+    else shares one server through `shared_server`."""
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, alongside: bool = False) -> None:
         self.config = config
         self.binary = server_binary()
         self.process: subprocess.Popen | None = None
         self._closed = False
         what = f"llama-server for {Path(config.model_path).name}"
-        EngineLock.acquire(what)
+        EngineLock.acquire(what, alongside=alongside)
         try:
             self._start()
             EngineLock.describe(what, self.url, config.alias)

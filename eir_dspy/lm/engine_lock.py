@@ -1,9 +1,11 @@
 """One embedded engine per machine.
 
-Two llama.cpp engines on a 2-core machine slow each other several-fold, so an embedded engine
-(the managed llama-server, or the in-process one) runs only while its process holds an exclusive
-lock on one file. A second run that wants an engine gets a clear error naming the holder, and the
-kernel drops the lock when the holding process ends, however it ends.
+Two llama.cpp engines on a 2-core machine slow each other several-fold, so the managed
+llama-server runs only while its process holds an exclusive lock on one file. A second run that
+wants an engine gets a clear error naming the holder, and the kernel drops the lock when the
+holding process ends, however it ends. Within the process the lock counts its engines: a second
+one is refused too unless asked for by name (`alongside`: the test that routes one run over two
+servers).
 """
 
 from __future__ import annotations
@@ -26,13 +28,17 @@ def lock_path() -> Path:
 
 
 class EngineLock:
-    """Held by this process while it runs an embedded engine; re-entrant within the process."""
+    """Held by this process while it runs an embedded engine; `_holders`: the engines it runs."""
 
     _fd: int | None = None
     _holders = 0
 
     @classmethod
-    def acquire(cls, what: str) -> None:
+    def acquire(cls, what: str, alongside: bool = False) -> None:
+        """Hold the lock for one more engine, `what`; `alongside`: even if this process runs one already."""
+        if cls._holders and not alongside:
+            raise EngineBusy(f"this process already runs an embedded engine ({_describe(_read(cls._fd))}); "
+                             f"a second one ({what}) on these cores would slow both several-fold")
         if cls._fd is None:
             path = lock_path()
             path.parent.mkdir(parents=True, exist_ok=True)

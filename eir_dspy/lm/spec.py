@@ -1,5 +1,4 @@
-"""LM setup: any DSPy/LiteLLM model string, or an embedded local GGUF (served by a managed
-llama-server, or run in-process)."""
+"""LM setup: any DSPy/LiteLLM model string, or an embedded local GGUF served by a managed llama-server."""
 
 from __future__ import annotations
 
@@ -15,10 +14,10 @@ from eir_dspy.lm.local_models import DEFAULT_MODEL, MODELS, model_path
 # provider error). LiteLLM's own default, made explicit: a local OpenAI-compatible server on two
 # cores can take minutes for one long final-answer prompt.
 DEFAULT_REQUEST_TIMEOUT = 600.0
-# How the embedded model runs: `server`, a managed llama-server decoding every question in flight
-# in one batch (eir_dspy/lm/embedded_server.py); `inprocess`, llama-cpp-python in this process,
-# one call at a time (the engine before batching; kept to compare against).
-ENGINES = ("server", "inprocess")
+# How the embedded model runs: a managed llama-server decoding every question in flight in one batch
+# (eir_dspy/lm/embedded_server.py). Runs logged before issue 33 may name `inprocess`, llama-cpp-python
+# in this process: that engine was retired then (docs/lm.md).
+ENGINE = "server"
 EMBEDDED_TIMEOUT_S = 24 * 3600.0
 
 
@@ -32,10 +31,9 @@ class LMSpec:
     num_retries: int = 5  # provider errors (timeouts included) are retried with backoff inside one DSPy call
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     n_ctx: int = 8192
-    decoding: str | None = None  # the run's --decoding; the embedded engine's grammar follows it
+    decoding: str | None = None  # the run's --decoding; the embedded engine's requests follow it
     price_in: float | None = None  # USD per 1M prompt tokens, for a model LiteLLM cannot price
     price_out: float | None = None
-    engine: str = "server"  # the embedded model's engine (ENGINES)
     slots: int = 1  # embedded server: questions decoded together (the run's --threads)
     server_args: tuple[str, ...] = ()  # embedded server: extra llama-server flags (e.g. speculative decoding)
 
@@ -86,35 +84,15 @@ def _embedded_lm(spec: LMSpec) -> dspy.LM:
     path = Path(spec.lm_path) if spec.lm_path else model_path(spec.model)
     if not path.is_file():
         raise FileNotFoundError(f"--lm-path {path} is not a file")
-    if spec.engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {spec.engine!r}")
-    compact = spec.decoding == "strict"
-    try:  # both engines build their grammars with llama-cpp-python's converter (eir_dspy/lm/grammar.py)
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        raise FileNotFoundError("the embedded model needs llama-cpp-python: run `bash scripts/setup.sh`") from None
-    if spec.engine == "server":
-        from eir_dspy.lm.embedded_server import ServerConfig, shared_server
-        from eir_dspy.lm.server_engine import EmbeddedServerEngine
+    from eir_dspy.lm.embedded_server import ServerConfig, shared_server
+    from eir_dspy.lm.server_engine import EmbeddedServerEngine
 
-        server = shared_server(ServerConfig(str(path), alias=spec.name.split("/", 1)[1], slots=spec.slots,
-                                            n_ctx=spec.n_ctx, extra_args=tuple(spec.server_args)))
-        # No client timeout of its own: a question waits for its slot's turn in the batch, and the
-        # engine's failure is detected by the process dying, not by a slow reply.
-        engine = EmbeddedServerEngine(server, max_tokens=spec.max_tokens, timeout=EMBEDDED_TIMEOUT_S,
-                                      compact_json=compact)
-    else:
-        from eir_dspy.lm.embedded_server import stop_shared_server
-        from eir_dspy.lm.engine_lock import EngineLock
-        from eir_dspy.lm.llama_engine import LlamaEngine
-
-        stop_shared_server()  # one engine per process too
-        EngineLock.acquire(f"in-process {path.name}")  # held while this process lives
-        try:
-            engine = LlamaEngine(path, n_ctx=spec.n_ctx, compact_json=compact)
-        except BaseException:
-            EngineLock.release()
-            raise
+    server = shared_server(ServerConfig(str(path), alias=spec.name.split("/", 1)[1], slots=spec.slots,
+                                        n_ctx=spec.n_ctx, extra_args=tuple(spec.server_args)))
+    # No client timeout of its own: a question waits for its slot's turn in the batch, and the
+    # engine's failure is detected by the process dying, not by a slow reply.
+    engine = EmbeddedServerEngine(server, max_tokens=spec.max_tokens, timeout=EMBEDDED_TIMEOUT_S,
+                                  one_line=spec.decoding == "strict")
     # Greedy local decoding is deterministic, so DSPy's response cache would only hide cost; a
     # failed local call is an engine fault, not a transient one, so DSPy does not retry it.
     return dspy.LM(spec.name, engine=engine, cache=False, temperature=spec.temperature, max_tokens=spec.max_tokens,

@@ -30,7 +30,7 @@ from eir_dspy.corpus_environment import DEFAULT_FUTILE_SEARCHES, FUTILE_REJECT
 from eir_dspy.lm import DECODINGS, DEFAULT_REQUEST_TIMEOUT, LOCAL_DEFAULT, LMSpec, default_decoding
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
 from eir_dspy.lm.local_models import DEFAULT_MODEL
-from eir_dspy.lm.spec import ENGINES
+from eir_dspy.lm.spec import ENGINE
 from eir_dspy.state import REJECT, paper_invalid_updates
 from eval.compile.program_file import ProgramFileError, check_fits, program_config, read_meta
 
@@ -59,7 +59,7 @@ class LMConfig:
     max_tokens: int = DEFAULT_MAX_TOKENS
     decoding: str | None = None  # None: the LM's default (resolved when the run starts)
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
-    engine: str = "server"  # the embedded model's engine
+    engine: str = ENGINE  # the embedded model's engine, as the run's tag names it (older runs: `inprocess`, retired)
     server_args: str = ""  # more llama-server flags, as given (shell words)
 
     def __post_init__(self) -> None:
@@ -72,7 +72,7 @@ class LMConfig:
         return cls(model=args.lm, path=args.lm_path, api_base=tuple(args.api_base) if args.api_base else None,
                    price_in=args.price_in, price_out=args.price_out, temperature=args.temperature,
                    max_tokens=args.max_tokens, decoding=args.decoding, request_timeout=args.request_timeout,
-                   engine=args.engine, server_args=args.server_args or "")
+                   server_args=args.server_args or "")
 
     @property
     def is_local(self) -> bool:
@@ -92,14 +92,17 @@ class LMConfig:
     @property
     def default_threads(self) -> int:
         """Questions in flight when --threads is not given: the embedded server decodes them in one batch."""
-        return EMBEDDED_THREADS if self.is_local and self.engine == "server" else 1
+        return EMBEDDED_THREADS if self.is_local and self.engine == ENGINE else 1
 
     def spec(self, slots: int) -> LMSpec:
         """eir_dspy's LMSpec for `build_lm`; `slots`: questions decoded together (the run's threads)."""
+        if self.is_local and self.engine != ENGINE:
+            raise ValueError(f"this run's embedded model ran on the {self.engine!r} engine (llama-cpp-python in "
+                             "the process), retired in issue 33: its calls cannot be made again on that engine. "
+                             "Its records still compare and analyze; start a new run to run it again")
         return LMSpec(self.model, self.path, self.api_base, self.temperature, self.max_tokens,
                       request_timeout=self.request_timeout, decoding=self.engine_decoding, price_in=self.price_in,
-                      price_out=self.price_out, engine=self.engine, slots=slots,
-                      server_args=tuple(shlex.split(self.server_args or "")))
+                      price_out=self.price_out, slots=slots, server_args=tuple(shlex.split(self.server_args or "")))
 
     def decodings(self, lm) -> tuple[str, str]:
         """(the decoding a run on the built `lm` decodes under, the LM's default decoding)."""
@@ -117,7 +120,7 @@ def add_lm_flags(p: argparse.ArgumentParser) -> None:
     """The LM flags, shared by eval.run and eval.compile (LMConfig.from_args reads them)."""
     g = p.add_argument_group("the LM")
     g.add_argument("--lm", default=DEFAULT_MODEL, help="a local model key or any DSPy/LiteLLM model string")
-    g.add_argument("--lm-path", default=None, help="run any local GGUF file in-process")
+    g.add_argument("--lm-path", default=None, help="serve any local GGUF file (as the embedded model)")
     g.add_argument("--api-base", nargs="+", default=None, metavar="URL",
                    help="base URL of an OpenAI-compatible server; several URLs serving the same model: requests "
                         "are spread over them by LiteLLM's Router (set concurrency with --threads)")
@@ -136,9 +139,6 @@ def add_lm_flags(p: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_REQUEST_TIMEOUT:g}); the embedded model has none")
     g.add_argument("--server-args", default="", metavar="FLAGS",
                    help="the embedded server: more llama-server flags, e.g. '--spec-type ngram-simple' (logged)")
-    g.add_argument("--engine", default="server", choices=ENGINES,
-                   help="the embedded model: server (a managed llama-server, questions batched) or inprocess "
-                        "(llama-cpp-python, one call at a time)")
 
 
 def positive_int(text: str) -> int:

@@ -116,6 +116,17 @@ def test_no_binary_is_a_clear_error_saying_how_to_build_one(fake_binary, monkeyp
         EmbeddedServer(config(fake_binary))
 
 
+def test_a_second_engine_in_one_process_is_refused_unless_asked_for_alongside(fake_binary):
+    EngineLock.acquire("llama-server for a.gguf")
+    try:
+        with pytest.raises(EngineBusy, match=r"this process already runs .*llama-server for a.gguf.*b.gguf"):
+            EngineLock.acquire("llama-server for b.gguf")
+        EngineLock.acquire("llama-server for b.gguf", alongside=True)  # the two-endpoint test's servers
+        EngineLock.release()
+    finally:
+        EngineLock.release()
+
+
 @pytest.mark.slow  # a second process, a server process
 def test_a_second_process_wanting_an_engine_is_refused_with_the_holders_url(fake_binary):
     holder = subprocess.Popen(
@@ -162,36 +173,6 @@ def test_an_engine_dying_mid_run_stops_the_run_keeps_finished_questions_and_resu
     assert {r["model"] for r in requests} == {"tiny"} and all(r["max_tokens"] == 2048 for r in requests)
 
 
-def test_the_server_decodes_under_the_grammar_the_in_process_engine_would_use():
-    """Same GBNF text from the same schema: moving to the server never changes what the model may write."""
-    import dspy
-    from dspy.lm15 import Message, Request
-
-    from eir_dspy.lm import DecodingAdapter
-    from eir_dspy.lm.grammar import JSON_SPACE, schema_gbnf
-    from eir_dspy.lm.server_engine import EmbeddedServerEngine
-    from signatures.eir_turn import EIRTurn
-    from tests.scripted import scripted_lm, turn
-
-    lm = scripted_lm([turn("read", "A")])
-    with dspy.context(lm=lm, adapter=DecodingAdapter("schema")):
-        dspy.Predict(EIRTurn)(question="q", requirements="", conclusions="", unread_titles="A", last_result="")
-    config = lm.engine.configs[0]
-    in_process = schema_gbnf(__import__("json").dumps(config.response_format["schema"]), False)
-
-    class Server:
-        url, config = "http://127.0.0.1:9/v1", ServerConfig("m.gguf", alias="m")
-
-    request = Request(model="local/m", messages=(Message.user("q"),), config=config)
-    engine = EmbeddedServerEngine(Server(), max_tokens=77, timeout=5.0)
-    sent = engine.server_request(engine._arguments(request))
-    assert sent["extra_body"]["grammar"] == in_process and JSON_SPACE in in_process
-    assert "response_format" not in sent and sent["model"] == "openai/m" and sent["api_base"] == Server.url
-    assert sent["extra_body"]["max_tokens"] == config.max_tokens == 512  # the LM's, not the engine's fallback
-    compact = EmbeddedServerEngine(Server(), max_tokens=77, timeout=5.0, compact_json=True)
-    assert JSON_SPACE not in compact.server_request(compact._arguments(request))["extra_body"]["grammar"]
-
-
 @pytest.mark.slow  # a server process on loopback
 def test_a_default_run_serves_its_questions_in_flight_from_one_server_slot_each(fake_binary, monkeypatch):
     model = run_here(fake_binary, monkeypatch, questions=3)
@@ -201,5 +182,19 @@ def test_a_default_run_serves_its_questions_in_flight_from_one_server_slot_each(
     assert params["threads"] == str(embedded_server.EMBEDDED_THREADS) and params["engine"] == "server"
     assert params["lm"] == "local/tiny" and params["decoding"] == "schema"
     requests = [json.loads(line) for line in (fake_binary / "requests.jsonl").read_text().splitlines()]
-    assert len(requests) == 9 and all("grammar" in r and "response_format" not in r for r in requests)
+    # Schema decoding: the signature's schema, as OpenAI's response format, for the server to convert.
+    assert len(requests) == 9 and all("grammar" not in r for r in requests)
+    assert all(r["response_format"]["type"] == "json_schema" and r["response_format"]["json_schema"]["schema"]["properties"]
+               for r in requests)
     assert out["metrics"]["em"] == 100.0 and out["metrics"]["cost_usd"] == 0.0
+
+
+@pytest.mark.slow  # a server process on loopback
+def test_a_strict_run_sends_the_one_line_grammar_and_no_schema(fake_binary, monkeypatch):
+    model = run_here(fake_binary, monkeypatch, questions=1)
+    out = run_module.main(["--lm-path", str(model), "--data", "data.jsonl", "--limit", "1", "--decoding", "strict",
+                           "--experiment", "test"])
+    requests = [json.loads(line) for line in (fake_binary / "requests.jsonl").read_text().splitlines()]
+    assert len(requests) == 3 and all("response_format" not in r for r in requests)
+    assert all(r["grammar"].startswith("root ::= ") and 'space ::= " "?' in r["grammar"] for r in requests)
+    assert out["metrics"]["em"] == 100.0

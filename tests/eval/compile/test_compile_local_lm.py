@@ -23,8 +23,7 @@ LM = ["--lm", "smollm2-135m", "--max-tokens", "256", "--budget", "1"]  # H=1: ca
 # DSPy's trace), so GEPA found no reflective example and proposed nothing (measured 2026-12-05; its log says
 # "No valid predictions found for any module"). The scripted-LM tests assert the `reflect` calls.
 def test_compile_runs_on_the_real_local_lm_and_its_program_runs(optimizer, extra, roles, tmp_path, monkeypatch,
-                                                                data_dir):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
+                                                                data_dir, llama_server):
     import eval.compile.__main__ as compile_main
     import eval.run as run_module
 

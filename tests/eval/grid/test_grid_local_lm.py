@@ -79,8 +79,7 @@ def records(run) -> list[dict]:
 
 
 def test_a_grid_of_three_eir_cells_runs_on_the_local_lm_and_a_second_run_starts_nothing(tmp_path, monkeypatch,
-                                                                                          dev_file):
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is installed by scripts/setup.sh")
+                                                                                          dev_file, llama_server):
     import eval.grid as grid_module
 
     monkeypatch.chdir(tmp_path)

@@ -45,7 +45,7 @@ FLAG_SETS = [
     ["--method", "eir", "--ablation", "repair-unapplied", "--budget", "4"],
     ["--method", "full_pool", "--lm", "openai/gpt-4.1-mini", "--api-base", "http://a/v1", "http://b/v1",
      "--price-in", "0.4", "--price-out", "1.6", "--request-timeout", "30"],
-    ["--lm-path", "m.gguf", "--engine", "inprocess", "--server-args", "--spec-type ngram-simple", "--decoding", "strict"],
+    ["--lm-path", "m.gguf", "--server-args", "--spec-type ngram-simple", "--decoding", "strict"],
 ]
 
 
@@ -152,7 +152,8 @@ def test_runs_logged_by_earlier_versions_still_load():
     engine = RunConfig.from_tag(json.dumps(BEFORE_ENGINE))
     assert engine.lm.engine == "inprocess" and engine.recorded_decoding == "schema"
     assert engine.variant == "eir invalid_updates=reject"
-    assert engine.lm.spec(1).engine == "inprocess"
+    with pytest.raises(ValueError, match="'inprocess' engine .* retired in issue 33"):
+        engine.lm.spec(1)  # read, compared and analyzed as before; never run again on the retired engine
 
 
 def test_eirs_list_update_rule_is_logged_resolved_and_named_only_off_the_papers_rule():
