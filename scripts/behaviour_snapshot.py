@@ -372,6 +372,9 @@ def _short(value, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
 
 
+SECTION_ORDER = ["steps", "results", "mlflow", "lm_requests"]  # exit codes first, the LM's requests last
+
+
 def compare(a_path: Path, b_path: Path, max_lines: int) -> int:
     a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
     if a.get("format") != b.get("format"):
@@ -388,8 +391,14 @@ def compare(a_path: Path, b_path: Path, max_lines: int) -> int:
             print(f"{n}: identical")
             continue
         differing += 1
-        lines = differences(a["cases"][n], b["cases"][n])
-        print(f"{n}: {len(lines)} differences")
+        ca, cb = a["cases"][n], b["cases"][n]
+        sections = sorted(set(ca) | set(cb), key=lambda k: (SECTION_ORDER.index(k) if k in SECTION_ORDER else 99, k))
+        lines, counts = [], []
+        for k in sections:
+            found = differences({k: ca.get(k)}, {k: cb.get(k)})
+            lines += found
+            counts += [f"{k} {len(found)}"] if found else []
+        print(f"{n}: {len(lines)} differences ({', '.join(counts)})")
         for line in lines[:max_lines]:
             print(f"  {line}")
         if len(lines) > max_lines:
