@@ -293,6 +293,8 @@ def snapshot(root: Path, out: Path, jobs: int, only: list[str] | None, keep: boo
         raise SystemExit(f"error: unknown case(s) {', '.join(unknown)}; cases: {', '.join(CASES)}")
     before = set(os.listdir(root))
     work = Path(tempfile.mkdtemp(prefix="behaviour-snapshot-"))
+    marker = work / "OWNER"  # gone at the end = the directory was removed under the running cases
+    marker.write_text(f"pid {os.getpid()}: behaviour_snapshot.py --root {root}\n")
     fake = FakeLM(work)
     started = time.monotonic()
     try:
@@ -310,6 +312,8 @@ def snapshot(root: Path, out: Path, jobs: int, only: list[str] | None, keep: boo
                 timings[n] = record["seconds"]
                 cases[n] = collect(n, record, work / n, fake, replacements)
                 print(f"  {n}: {record['seconds']} s, {len(fake.log.get(n, []))} LM requests", file=sys.stderr)
+        if not marker.exists():
+            raise SystemExit(f"error: {work} was removed while the cases ran; no snapshot written (run it again)")
     finally:
         fake.close()
         if not keep:
