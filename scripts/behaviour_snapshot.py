@@ -380,6 +380,9 @@ SECTION_ORDER = ["steps", "results", "mlflow", "lm_requests"]  # exit codes firs
 
 
 def compare(a_path: Path, b_path: Path, max_lines: int) -> int:
+    for path in (a_path, b_path):
+        if not path.is_file():
+            raise SystemExit(f"error: {path}: no such snapshot")
     a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
     if a.get("format") != b.get("format"):
         print(f"snapshot formats differ: {a.get('format')} vs {b.get('format')} (made by different versions of this script)")
