@@ -293,6 +293,8 @@ def snapshot(root: Path, out: Path, jobs: int, only: list[str] | None, keep: boo
         raise SystemExit(f"error: unknown case(s) {', '.join(unknown)}; cases: {', '.join(CASES)}")
     before = set(os.listdir(root))
     work = Path(tempfile.mkdtemp(prefix="behaviour-snapshot-"))
+    marker = work / "OWNER"  # gone at the end = the directory was removed under the running cases
+    marker.write_text(f"pid {os.getpid()}: behaviour_snapshot.py --root {root}\n")
     fake = FakeLM(work)
     started = time.monotonic()
     try:
@@ -310,6 +312,8 @@ def snapshot(root: Path, out: Path, jobs: int, only: list[str] | None, keep: boo
                 timings[n] = record["seconds"]
                 cases[n] = collect(n, record, work / n, fake, replacements)
                 print(f"  {n}: {record['seconds']} s, {len(fake.log.get(n, []))} LM requests", file=sys.stderr)
+        if not marker.exists():
+            raise SystemExit(f"error: {work} was removed while the cases ran; no snapshot written (run it again)")
     finally:
         fake.close()
         if not keep:
@@ -372,7 +376,13 @@ def _short(value, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
 
 
+SECTION_ORDER = ["steps", "results", "mlflow", "lm_requests"]  # exit codes first, the LM's requests last
+
+
 def compare(a_path: Path, b_path: Path, max_lines: int) -> int:
+    for path in (a_path, b_path):
+        if not path.is_file():
+            raise SystemExit(f"error: {path}: no such snapshot")
     a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
     if a.get("format") != b.get("format"):
         print(f"snapshot formats differ: {a.get('format')} vs {b.get('format')} (made by different versions of this script)")
@@ -388,8 +398,14 @@ def compare(a_path: Path, b_path: Path, max_lines: int) -> int:
             print(f"{n}: identical")
             continue
         differing += 1
-        lines = differences(a["cases"][n], b["cases"][n])
-        print(f"{n}: {len(lines)} differences")
+        ca, cb = a["cases"][n], b["cases"][n]
+        sections = sorted(set(ca) | set(cb), key=lambda k: (SECTION_ORDER.index(k) if k in SECTION_ORDER else 99, k))
+        lines, counts = [], []
+        for k in sections:
+            found = differences({k: ca.get(k)}, {k: cb.get(k)})
+            lines += found
+            counts += [f"{k} {len(found)}"] if found else []
+        print(f"{n}: {len(lines)} differences ({', '.join(counts)})")
         for line in lines[:max_lines]:
             print(f"  {line}")
         if len(lines) > max_lines:
