@@ -22,9 +22,8 @@ from rank_bm25 import BM25Okapi
 
 from eir_dspy.corpus_index import K1, SEARCH_K, B, CorpusIndex
 from eir_dspy.text_analysis import Analyzer
-from eval.data.corpus import default_index_dir, hotpot_files
+from eval.data.corpus import build_default_index, default_index_dir, hotpot_files
 from eval.data.loaders import load_file
-from eval.index import build_default_index
 
 
 def questions(data: str, n: int) -> list[str]:

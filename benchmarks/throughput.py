@@ -25,7 +25,7 @@ METHODS = ("eir", "direct", "full_pool")
 
 def run_cell(method: str, threads: int, n: int, extra: list[str]) -> dict:
     import eval.run as run_module
-    from eval.runs.records import wall_time
+    from eval.files.results_file import wall_time
 
     result = run_module.main(["--method", method, "--limit", str(n), "--threads", str(threads),
                               "--experiment", "throughput", *extra])

@@ -10,22 +10,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError, build_index
 from eir_dspy.wiki_dump import DumpError, read_dump, write_dump
-from eval.data.corpus import OFFLINE_REPORT, hotpot_files, hotpot_paragraphs
+from eval.data.corpus import hotpot_files, hotpot_paragraphs
 from eval.data.loaders import DataError
-
-
-def build_default_index(data: str | Path, index_dir: Path, progress: bool = True) -> dict:
-    """The offline corpus from the HotpotQA files in `data`, written as a dump, then indexed."""
-    paragraphs, report = hotpot_paragraphs(hotpot_files(data))
-    dump = index_dir.with_name(index_dir.name.removesuffix("-index") + ".tar.bz2")
-    write_dump(paragraphs, dump)
-    meta = build_index(read_dump(dump), index_dir, source=str(dump), progress=progress)
-    (index_dir / OFFLINE_REPORT).write_text(json.dumps(report, indent=2) + "\n")
-    return meta
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
 """`python -m eval.summary RESULTS.jsonl ...`: a run's table from its per-question records, for runs
-still going or killed (the metrics themselves are eval.scoring.summary's), with a warning under it
+still going or killed (the metrics themselves are eval.scoring.run_metrics's), with a warning under it
 when the run degenerated (eval.scoring.health)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import argparse
 import json
 from pathlib import Path
 
+from eval.files.question_record import from_legacy
+from eval.files.results_file import ResultsFileError, read_run_records
 from eval.runs.config import DEFAULT_MAX_TOKENS
-from eval.runs.record import from_legacy
-from eval.runs.records import ResultsFileError, read_run_records
 from eval.scoring.health import method_of, render, warnings_for
-from eval.scoring.summary import BEHAVIOUR_KEYS, TABLE_KEYS, format_table, summarize
+from eval.scoring.run_metrics import BEHAVIOUR_KEYS, TABLE_KEYS, format_table, summarize
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from eval.analyze import analyses
 from eval.analyze.report import Context, finish_analysis_run, start_analysis_run, write_report
+from eval.files.results_file import ResultsFileError
 from eval.runs import tracking
 from eval.runs.logged_runs import SelectionError, select_runs
-from eval.runs.records import ResultsFileError
 from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 

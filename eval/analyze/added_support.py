@@ -28,9 +28,9 @@ from eval.analyze.recovery import (
 from eval.analyze.report import POOLED, Context, Report, pooled_run
 from eval.analyze.sources import questions_of
 from eval.data.schema import Question
-from eval.formatting import markdown
+from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
-from eval.runs.record import QuestionRecord
+from eval.scoring.formatting import markdown
 
 NAME = "added-support"
 PAPER = "F.2, Table 16"

@@ -19,8 +19,8 @@ from eval.compare.error_analysis import (
     missing_gold,  # noqa: F401 (F.1's count per error, read here by name)
 )
 from eval.compare.plots import availability_shares
-from eval.formatting import markdown, pct
 from eval.runs.logged_runs import LoggedRun
+from eval.scoring.formatting import markdown, pct
 from eval.scoring.stats import proportion
 
 NAME = "availability"

@@ -17,9 +17,9 @@ from collections import Counter
 from pathlib import Path
 
 from eval.analyze.report import Context, Report, corpus_note
-from eval.formatting import markdown, number, pct
+from eval.files.question_record import QuestionRecord, from_legacy
 from eval.runs.logged_runs import LoggedRun, SelectionError
-from eval.runs.record import QuestionRecord, from_legacy
+from eval.scoring.formatting import markdown, number, pct
 
 NAME = "calls-after-support"
 PAPER = "Table 21"

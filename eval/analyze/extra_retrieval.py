@@ -22,9 +22,9 @@ from eval.analyze.model_selected import KEEP_ANSWER, extra_reads
 from eval.analyze.recovery import answering_runs, calls_added, calls_row, calls_table, rescored, run_step
 from eval.analyze.report import POOLED, Context, Report, pooled_run
 from eval.analyze.sources import questions_of, require_fields
-from eval.formatting import markdown
+from eval.files.question_record import QuestionRecord, as_records
 from eval.runs.logged_runs import LoggedRun
-from eval.runs.record import QuestionRecord, as_records
+from eval.scoring.formatting import markdown
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap
 from programs.extra_reads import MAX_EXTRA_READS
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from eval.analyze.report import Context, Report, corpus_note
 from eval.data.schema import Question
-from eval.formatting import fmt_p, markdown
+from eval.files.question_record import QuestionRecord, as_records
 from eval.runs.logged_runs import LoggedRun, SelectionError
-from eval.runs.record import QuestionRecord, as_records
+from eval.scoring.formatting import fmt_p, markdown
 from eval.scoring.metrics import score_question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap
 

@@ -31,9 +31,9 @@ from eval.analyze.recovery import (
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import questions_of
 from eval.data.schema import Question
-from eval.formatting import markdown
+from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
-from eval.runs.record import QuestionRecord
+from eval.scoring.formatting import markdown
 from programs.extra_reads import MAX_EXTRA_READS, ExtraReads
 
 NAME = "model-selected"

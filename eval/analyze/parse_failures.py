@@ -31,9 +31,9 @@ from eir_dspy import rejection
 from eir_dspy.acceptance import DEFAULT_FENCE_READING, FENCE_READING_TEXT
 from eval.analyze.report import Context, Report
 from eval.compare.pairs import records_by_id
-from eval.formatting import fmt_p, markdown, pct
+from eval.files.question_record import QuestionRecord, from_legacy
 from eval.runs.logged_runs import LoggedRun
-from eval.runs.record import QuestionRecord, from_legacy
+from eval.scoring.formatting import fmt_p, markdown, pct
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 
 NAME = "parse-failures"

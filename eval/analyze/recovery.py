@@ -23,12 +23,12 @@ from eval.analyze.report import Context, Report
 from eval.analyze.sources import questions_of, require_fields, run_lm
 from eval.compare.error_analysis import em_errors, missing_gold
 from eval.data.schema import Question
-from eval.formatting import markdown, pct
+from eval.files.question_record import QuestionRecord, as_records
+from eval.files.results_file import ResultsFile
 from eval.runs import tracking
 from eval.runs.logged_runs import LoggedRun, SelectionError
-from eval.runs.record import QuestionRecord, as_records
-from eval.runs.records import ResultsFile
 from eval.runs.scheduler import run_all
+from eval.scoring.formatting import markdown, pct
 from eval.scoring.metrics import score_question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 from programs.answer import AnswerFromEvidence

@@ -15,9 +15,9 @@ from pathlib import Path
 from eir_dspy import rejection
 from eval.analyze.report import Context, Report
 from eval.analyze.sources import require_fields
-from eval.formatting import markdown
+from eval.files.question_record import QuestionRecord, as_records
 from eval.runs.logged_runs import LoggedRun
-from eval.runs.record import QuestionRecord, as_records
+from eval.scoring.formatting import markdown
 
 NAME = "rejections"
 PAPER = "Table 22"

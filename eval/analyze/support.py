@@ -22,9 +22,9 @@ from pathlib import Path
 
 from eval.analyze.report import Context, Report
 from eval.compare.pairs import QuestionSetMismatch, paired_ids, records_by_id
-from eval.formatting import column_name, fmt_p, markdown, number
+from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun, SelectionError
-from eval.runs.record import QuestionRecord
+from eval.scoring.formatting import column_name, fmt_p, markdown, number
 from eval.scoring.stats import holm, mcnemar_exact, paired_bootstrap
 
 NAME = "support"

@@ -13,8 +13,8 @@ from pathlib import Path
 from eval.analyze import added_support, model_selected
 from eval.analyze.recovery import CONVERSION_HEAD, CONVERSION_NOTE
 from eval.analyze.report import Context, Report
-from eval.formatting import markdown
 from eval.runs.logged_runs import LoggedRun
+from eval.scoring.formatting import markdown
 
 NAME = "table16"
 PAPER = "F.2, F.3, Table 16"

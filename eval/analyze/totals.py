@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.analyze.report import POOLED, Context, Report, corpus_note
-from eval.formatting import markdown
+from eval.files.question_record import QuestionRecord, as_records
 from eval.runs.logged_runs import LoggedRun
-from eval.runs.record import QuestionRecord, as_records
+from eval.scoring.formatting import markdown
 
 NAME = "totals"
 PAPER = "Table 19"

@@ -8,10 +8,10 @@ from statistics import mean
 
 from eval.compare.families import H_SWEEP, LIST_FEEDBACK, REPAIR, REPAIR_APPLIED
 from eval.compare.pairs import Column, ComparedRuns, Comparison, records_by_id, run_means
-from eval.formatting import column_name, fmt_p, markdown
+from eval.files.question_record import QuestionRecord, as_records
 from eval.runs.logged_runs import LoggedRun
-from eval.runs.record import QuestionRecord, as_records
-from eval.scoring.summary import eir_lists
+from eval.scoring.formatting import column_name, fmt_p, markdown
+from eval.scoring.run_metrics import eir_lists
 
 SIGNIFICANT = "*"
 UNFORMED = " ('k of m': the paper's family holds m comparisons; the m − k not formed here count as p = 1)"

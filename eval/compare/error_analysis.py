@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from eval.compare.pairs import records_by_id
-from eval.formatting import markdown, pct
+from eval.files.question_record import QuestionRecord, as_records, from_legacy
 from eval.runs.logged_runs import LoggedRun
-from eval.runs.record import QuestionRecord, as_records, from_legacy
+from eval.scoring.formatting import markdown, pct
 
 
 def missing_gold(record: dict | QuestionRecord) -> int:

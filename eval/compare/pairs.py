@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from statistics import mean
 
 from eval.compare.families import Family, FamilyError, baselines_name, default_families
+from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun, SelectionError
-from eval.runs.record import QuestionRecord
 from eval.scoring.metrics import aggregate_defined
 from eval.scoring.stats import (
     BOOTSTRAP_RESAMPLES,

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from eval.compare.ablation_tables import sweep_runs  # noqa: E402
 from eval.compare.error_analysis import Availability  # noqa: E402
 from eval.compare.pairs import ComparedRuns, run_means  # noqa: E402
-from eval.formatting import column_name  # noqa: E402
+from eval.scoring.formatting import column_name  # noqa: E402
 from eval.scoring.stats import mean_interval  # noqa: E402
 
 MARKERS = "osD^vP*X"

@@ -8,7 +8,7 @@ import math
 from statistics import mean
 
 from eval.compare.pairs import Column, ComparedRuns, run_means
-from eval.formatting import column_name, fmt_p, markdown
+from eval.scoring.formatting import column_name, fmt_p, markdown
 
 BELOW, ABOVE = "*", "+"
 

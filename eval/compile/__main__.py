@@ -25,9 +25,9 @@ from eval.compile.evaluate import evaluate
 from eval.compile.lm import add_lm_flags, lm_from_args
 from eval.compile.metric import METRICS, example_of
 from eval.compile.optimizers import DEMOS, GEPA_AUTO, OPTIMIZERS, Settings, check_choice, compile_program, default_name
-from eval.compile.program_file import NAME, load_program, save_program
 from eval.compile.splits import SplitError, load_splits
 from eval.data.loaders import DATASETS
+from eval.files.program_file import NAME, load_program, save_program
 from eval.runs import tracking
 from programs import METHODS
 

@@ -1,5 +1,5 @@
 """Score a program on questions exactly as eval.run does (eval.runs.execute.run_question per question,
-eval.scoring.summary.summarize over them), plus the compile's metric as one number."""
+eval.scoring.run_metrics.summarize over them), plus the compile's metric as one number."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import dspy
 from eval.compile.metric import combine
 from eval.data.schema import Question
 from eval.runs.execute import run_question
-from eval.summary import summarize
+from eval.scoring.run_metrics import summarize
 
 
 def evaluate(program: dspy.Module, lm: dspy.BaseLM, questions: list[Question], metric: str,

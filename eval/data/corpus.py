@@ -15,11 +15,12 @@ import json
 import os
 from pathlib import Path
 
-from eir_dspy.wiki_dump import DumpParagraph
+from eir_dspy.corpus_index import build_index
+from eir_dspy.wiki_dump import DumpParagraph, read_dump, write_dump
 from eval.data.loaders import BENCHMARK_DIRS, HOLDOUT_FILES, DataError, load_file
 
 DEFAULT_INDEX_NAME = "hotpotqa-abstracts"
-OFFLINE_REPORT = "hotpot_corpus.json"  # written into the offline corpus's index directory (eval/index.py)
+OFFLINE_REPORT = "hotpot_corpus.json"  # written into the offline corpus's index directory (build_default_index)
 
 # The `corpus` param of a corpus-setting run: which corpus its index holds.
 OFFLINE, FULL, PARTIAL = "offline-hotpotqa", "full", "partial"
@@ -65,6 +66,16 @@ def hotpot_paragraphs(files: list[Path]) -> tuple[list[DumpParagraph], dict]:
     paragraphs = [DumpParagraph(str(i), t, by_title[t]) for i, t in enumerate(sorted(by_title), 1)]
     report["paragraphs"] = len(paragraphs)
     return paragraphs, report
+
+
+def build_default_index(data: str | Path, index_dir: Path, progress: bool = True) -> dict:
+    """The offline corpus from the HotpotQA files in `data`, written as a dump, then indexed."""
+    paragraphs, report = hotpot_paragraphs(hotpot_files(data))
+    dump = index_dir.with_name(index_dir.name.removesuffix("-index") + ".tar.bz2")
+    write_dump(paragraphs, dump)
+    meta = build_index(read_dump(dump), index_dir, source=str(dump), progress=progress)
+    (index_dir / OFFLINE_REPORT).write_text(json.dumps(report, indent=2) + "\n")
+    return meta
 
 
 def default_index_dir(out_root: str | Path = "runs") -> Path:

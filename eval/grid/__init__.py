@@ -19,15 +19,8 @@ from eval.grid.runner import (
 )
 from eval.grid.spec import Cell, Grid, GridError, check_data, load_grid
 
+# The command line (`main`) stays in __main__.py: a library package does not import its command (and
+# `python -m eval.grid` would find eval.grid.__main__ imported already: runpy warns and runs it twice).
 __all__ = ["CELL_TAG", "GRID_TAG", "Cell", "CellState", "Grid", "GridError", "Progress", "cell_state", "check_data",
-           "compare", "dry_run", "load_grid", "logged_runs", "main", "run_grid"]
+           "compare", "dry_run", "load_grid", "logged_runs", "run_grid"]
 
-
-def __getattr__(name: str):
-    # `main` lives in __main__.py and is imported on first use: importing it here would make
-    # `python -m eval.grid` find eval.grid.__main__ already imported (runpy warns and runs it twice).
-    if name == "main":
-        from eval.grid.__main__ import main
-
-        return main
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """Running a grid's cells (eval/grid/spec.py builds them), then comparing them.
 
-Every cell is an ordinary eval.run run (in this process: `eval.run.run` on the cell's RunConfig) in
-the grid's MLflow experiment, tagged `eir.grid_cell` (the cell's key) and `eir.grid` (the file's
+Every cell is an ordinary eval.run run (in this process: `eval.runs.lifecycle.run` on the cell's
+RunConfig) in the grid's MLflow experiment, tagged `eir.grid_cell` (the cell's key) and `eir.grid` (the file's
 stem). Running the same file again continues it: a cell with a FINISHED run is skipped, a cell
 whose newest run is KILLED, FAILED or RUNNING (a killed process leaves RUNNING) is resumed as
 `--resume RUN_ID` would (so never run one grid in two processes at once), any other cell starts. When
@@ -30,13 +30,15 @@ from pathlib import Path
 
 import mlflow
 
-import eval.run as run_module
-from eval.formatting import aligned
+from eval.compare.families import FamilyError
+from eval.files.question_record import RecordError, from_legacy
 from eval.grid.paper import DataCheck
 from eval.grid.spec import Cell, Grid, check_data
-from eval.runs import tracking
+from eval.runs import lifecycle, tracking
 from eval.runs.config import RunConfig
-from eval.runs.record import RecordError, from_legacy
+from eval.runs.flags import DEFAULT_OUT
+from eval.runs.logged_runs import SelectionError
+from eval.scoring.formatting import aligned
 
 CELL_TAG = "eir.grid_cell"
 GRID_TAG = "eir.grid"
@@ -220,8 +222,8 @@ def _run_cell(grid: Grid, cell: Cell, states: dict[int, CellState], progress: Pr
 
     def start() -> dict:
         if state.status == "new":
-            return run_module.run(grid.run_config(cell), tags=tags, **how)
-        return run_module.run(None, resume=state.run_id, tags=tags, **how)
+            return lifecycle.run(grid.run_config(cell), tags=tags, **how)
+        return lifecycle.run(None, resume=state.run_id, tags=tags, **how)
 
     before, t0 = state.done, time.perf_counter()
     outcome = _call_eval_run(start)
@@ -260,7 +262,7 @@ def _call_eval_run(start: Callable[[], object]) -> str | None:
 def _how(grid: Grid, cell: Cell) -> dict:
     """How the cell runs, started or resumed (not part of its condition): the experiment, where its
     results go (and a corpus index is looked for; a resumed run keeps its results path) and --trace."""
-    return {"experiment": grid.experiment, "out": str(cell.flags.get("out", run_module.DEFAULT_OUT)),
+    return {"experiment": grid.experiment, "out": str(cell.flags.get("out", DEFAULT_OUT)),
             "trace": bool(cell.flags.get("trace", False))}
 
 
@@ -289,21 +291,27 @@ def _compare_if_possible(grid: Grid) -> tuple[object, str | None]:
         return None, None
     try:
         return compare(grid), None
+    except (SelectionError, FamilyError) as exc:
+        error = f"error: {exc}"  # as `python -m eval.compare` would exit with it
     except SystemExit as exc:
         if exc.code in (0, None):
             return None, None
-        _say(f"eval.compare failed: {exc.code}", err=True)
-        return None, str(exc.code)
+        error = str(exc.code)
+    _say(f"eval.compare failed: {error}", err=True)
+    return None, error
 
 
-def compare(grid: Grid):
-    """eval.compare on the grid's experiment, with the file's families when it has any."""
-    import eval.compare.__main__ as compare_module
+def compare(grid: Grid) -> dict:
+    """eval.compare on the grid's experiment, with the file's families when it has any (the command
+    that does the same is printed first)."""
+    # Imported here: its statistics and plots (scipy, matplotlib) load only for a grid that compares.
+    from eval.compare.comparison import CompareOptions, chosen_families, run_comparison
 
     argv = ["--experiment", grid.experiment, "--reference", grid.reference] + \
         (["--families", str(grid.path)] if grid.families else [])
     _say(f"\npython -m eval.compare {shlex.join(argv)}")
-    return compare_module.main(argv)
+    families = chosen_families(str(grid.path) if grid.families else None, None)
+    return run_comparison(CompareOptions(experiment=grid.experiment, reference=grid.reference, families=families))
 
 
 # ---------------------------------------------------------------- dry run

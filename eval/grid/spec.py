@@ -71,13 +71,13 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import eval.run as run_module
 from eir_dspy.lm import LOCAL_DEFAULT
 from eir_dspy.lm.local_models import MODELS as LOCAL_MODELS
 from eval.data.corpus import FULL
 from eval.data.loaders import DATASETS, HOLDOUT_FILES
 from eval.grid.paper import corpus_problem
 from eval.runs.config import RunConfig, compiled_program, options_for
+from eval.runs.flags import flag_defaults, parse_args
 from programs import CORPUS_METHODS, METHODS
 from programs.call_rules import max_calls
 
@@ -92,7 +92,7 @@ METHOD_OPTIONS = ("ablation", "invalid_updates", "votes", "verifier_temperature"
 PROGRAM = "program"  # a compiled program file: it fits one method, so only a [[methods]] entry names it
 NOT_IN_KEY = ("threads", "request_timeout", "trace", "out")  # how a run runs, not what it measures
 LIST_FLAGS = ("api_base",)  # eval.run flags taking several values
-DEFAULTS = run_module.flag_defaults()  # every eval.run flag (argparse dest) and its default
+DEFAULTS = flag_defaults()  # every eval.run flag (argparse dest) and its default
 FLAGS = tuple(k for k in DEFAULTS if k not in GRID_FLAGS)
 
 
@@ -350,7 +350,7 @@ def _cell(grid: Grid, number: int, entry_index: int, method: str, flags: dict, d
           budget: int) -> Cell:
     argv = ["--method", method, "--dataset", dataset, "--lm", lm, "--budget", str(budget), "--limit", str(grid.n),
             "--seed", str(grid.seed), *_flag_argv(flags)]
-    args = run_module.parse_args(argv)  # validated already (per entry and LM); the grid's own values are well-typed
+    args = parse_args(argv)  # validated already (per entry and LM); the grid's own values are well-typed
     config = RunConfig.from_args(args)
     variants, certain = _variants(config)
     return Cell(number=number, entry=entry_index, method=method, dataset=dataset, lm=lm, budget=budget, n=grid.n,
@@ -508,7 +508,7 @@ def _parse(argv: list[str], label: str, fail) -> argparse.Namespace:
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
-            return run_module.parse_args(argv)
+            return parse_args(argv)
     except SystemExit:
         lines = [line for line in err.getvalue().splitlines() if line.strip()]
         message = lines[-1].split("error: ", 1)[-1] if lines else f"invalid flags {argv}"

@@ -32,7 +32,7 @@ from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eir_dspy.lm.spec import ENGINE
 from eir_dspy.state import REJECT, paper_invalid_updates
-from eval.compile.program_file import ProgramFileError, check_fits, program_config, read_meta
+from eval.files.program_file import ProgramFileError, check_fits, program_config, read_meta
 
 SETTINGS = ("pool", "corpus")
 DEFAULT_BUDGET = 6  # the paper's H: a variant names its H only when it differs

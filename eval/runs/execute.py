@@ -12,7 +12,7 @@ from eir_dspy.accounting import CallRecord, Ledger, recording
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.lm.embedded_server import EngineError
 from eval.data.schema import Question
-from eval.runs.record import QuestionRecord
+from eval.files.question_record import QuestionRecord
 from eval.scoring.metrics import exact_match, max_over_answers, score_question
 
 

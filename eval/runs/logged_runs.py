@@ -9,10 +9,10 @@ from pathlib import Path
 import mlflow
 from mlflow.entities import Run
 
+from eval.files.question_record import QuestionRecord, RecordError, as_records, from_legacy
+from eval.files.results_file import ResultsFileError, read_run_records
 from eval.runs import tracking
 from eval.runs.config import RunConfig
-from eval.runs.record import QuestionRecord, RecordError, as_records, from_legacy
-from eval.runs.records import ResultsFileError, read_run_records
 
 
 class SelectionError(ValueError):
@@ -45,7 +45,7 @@ class LoggedRun:
 
     @cached_property
     def question_records(self) -> tuple[QuestionRecord, ...]:
-        """The records, typed (eval.runs.record): what the analyses read."""
+        """The records, typed (eval.files.question_record): what the analyses read."""
         return tuple(as_records(self.records))
 
     @property
@@ -157,7 +157,7 @@ def _results(run: Run) -> list[dict]:
 
 
 def run_records(run: Run, text: str, where: str) -> list[dict]:
-    """The run's records in a results file's `text` (eval.runs.records.read_run_records: one per question,
+    """The run's records in a results file's `text` (eval.files.results_file.read_run_records: one per question,
     the latest), or a SelectionError naming the run, the file (`where`) and each line that is not one
     of its records. A variant run's lines carry the id of the run it came from."""
     run_id = run.info.run_id

@@ -1,1 +1,2 @@
-"""Scores: the official per-question metrics, a run's summary, paired statistics."""
+"""Scores: the official per-question metrics (metrics), a run's metrics and table (run_metrics), its
+warnings (health), paired statistics (stats), and how the reports write tables and cells (formatting)."""

@@ -1,10 +1,10 @@
 """Degenerate runs: warnings for a run whose behaviour makes its scores say little.
 
-`warnings_for(label, records)` reads only the per-question records (eval.runs.record), so a finished
+`warnings_for(label, records)` reads only the per-question records (eval.files.question_record), so a finished
 run, a killed one's results file and a run read back from MLflow give the same warnings. eval.run
 prints them under its summary and logs them on the run (eval.runs.tracking.log_warnings: the
 `eir.degenerate` tag and the `degenerate_*` metrics); eval.summary and eval.compare print them. A
-healthy run gets none. The counts come from eval.scoring.summary, the same ones its tables show.
+healthy run gets none. The counts come from eval.scoring.run_metrics, the same ones its tables show.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Any
 
-from eval.runs.record import QuestionRecord, as_records
-from eval.scoring.summary import episodes, rejections
+from eval.files.question_record import QuestionRecord, as_records
+from eval.scoring.run_metrics import episodes, rejections
 
 # The thresholds. Each marks the point past which a score mostly measures the failure, not the method.
 # More than half the turns rejected: most of the budget bought nothing, and what the agent read and

@@ -5,7 +5,8 @@
 - Holm's step-down correction over a named family of comparisons (of the paper's size, when some
   of its comparisons cannot be formed here: those count as p = 1).
 
-Every function takes plain per-question arrays, already paired (see eval.pairing).
+Every function takes plain per-question arrays, already paired (eval.compare.pairs pairs two runs'
+records by question id: `paired_ids`, `records_by_id`).
 """
 
 from __future__ import annotations

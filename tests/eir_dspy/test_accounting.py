@@ -6,7 +6,7 @@ from dspy.lm15 import ServerError
 
 from eir_dspy.accounting import Ledger, price_call, recording
 from eir_dspy.paragraphs import Paragraph
-from eval.scoring.summary import summarize
+from eval.scoring.run_metrics import summarize
 from programs.eir import EIR
 from tests.scripted import ScriptedEngine, final, scripted_lm, turn
 

@@ -17,8 +17,8 @@ from eir_dspy.accounting import Ledger, keep_replayed_usage, recording, register
 from eir_dspy.accounting.replay import REPLAYED_USAGE, UsageKeepingCache
 from eir_dspy.lm.spec import LMSpec, build_lm
 from eir_dspy.paragraphs import Paragraph
-from eval.runs.record import QuestionRecord
-from eval.scoring.summary import paid_and_replayed
+from eval.files.question_record import QuestionRecord
+from eval.scoring.run_metrics import paid_and_replayed
 from programs.eir import EIR
 from tests.fake_openai import FakeOpenAI, eir_reply
 

@@ -28,8 +28,8 @@ import pytest
 import eir_dspy.accounting.calls as accounting_calls
 from eir_dspy.paragraphs import Paragraph
 from eval.data.schema import Question
+from eval.files.results_file import ResultsFile
 from eval.runs.execute import run_question
-from eval.runs.records import ResultsFile
 from programs import CORPUS_METHODS, METHODS
 from signatures.search_turns import PLAN_FIELDS
 from tests.scripted import field, scripted_lm

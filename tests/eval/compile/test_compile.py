@@ -16,11 +16,12 @@ import eval.compile.__main__ as compile_main
 import eval.compile.lm as compile_lm
 import eval.compile.splits as splits
 import eval.run as run_module
+import eval.runs.lifecycle as lifecycle
 from eir_dspy.lm import DecodingAdapter
 from eval.compile.feedback import FeedbackMetric
 from eval.compile.metric import Metric, example_of
-from eval.compile.program_file import load_program
 from eval.data.loaders import load_questions
+from eval.files.program_file import load_program
 from eval.grid.spec import GridError, load_grid
 from eval.runs import tracking
 from eval.runs.logged_runs import select_runs
@@ -236,7 +237,7 @@ def test_save_then_load_in_a_fresh_process_gives_identical_prompts(bootstrapped)
     here = messages_of(bootstrapped["program"], q.question, q.paragraphs)
     script = f"""
 import json
-from eval.compile.program_file import load_program
+from eval.files.program_file import load_program
 from eval.data.loaders import load_questions
 from programs import EIR
 from tests.eval.compile.test_compile import messages_of
@@ -286,7 +287,7 @@ def test_eval_run_program_runs_it_under_its_own_variant_and_compare_pairs_it(boo
     work = bootstrapped["work"]
     monkeypatch.setenv("MLFLOW_TRACKING_URI", work.uri)
     lm = scripted_lm(reply)
-    monkeypatch.setattr(run_module, "build_lm", lambda spec: lm)
+    monkeypatch.setattr(lifecycle, "build_lm", lambda spec: lm)
     common = ["--data", str(work.dev), "--limit", "2", "--experiment", "compile-test", "--out", str(work.root / "runs")]
     zero = run_module.main(common)
     compiled = run_module.main([*common, "--program", bootstrapped["path"]])

@@ -10,11 +10,13 @@ from pathlib import Path
 import mlflow
 import pytest
 
-import eval.compare.__main__ as compare_module
+import eval.compare.comparison as comparison
 import eval.grid as grid_module
-import eval.run as run_module
+import eval.grid.__main__ as grid_command
+import eval.runs.lifecycle as lifecycle
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.runs import tracking
+from eval.runs.flags import parse_args
 from programs import EIR, SSR, Direct
 from programs.call_rules import max_calls
 from tests.fake_openai import eir_reply
@@ -86,9 +88,9 @@ def fill_workdir(path: Path) -> None:
 
 @pytest.fixture
 def compared(monkeypatch):
-    """eval.compare.main, recorded instead of run (its tables are eval.compare's own tests' business)."""
+    """eval.compare's run_comparison, recorded instead of run (its tables are eval.compare's own tests' business)."""
     calls = []
-    monkeypatch.setattr(compare_module, "main", lambda argv: calls.append(argv) or {"argv": argv})
+    monkeypatch.setattr(comparison, "run_comparison", lambda options: calls.append(options) or {"options": options})
     return calls
 
 
@@ -100,7 +102,7 @@ def grid_runs() -> list:
 def test_a_grid_runs_every_cell_tags_it_and_compares_then_a_second_run_starts_nothing(workdir, monkeypatch,
                                                                                       compared, capsys):
     use_lm(monkeypatch, eir_reply)
-    grid_module.main(["grid.toml"])
+    grid_command.main(["grid.toml"])
     runs = grid_runs()
     assert len(runs) == 3 and all(r.info.status == "FINISHED" for r in runs)
     grid = grid_module.load_grid("grid.toml")
@@ -118,15 +120,17 @@ def test_a_grid_runs_every_cell_tags_it_and_compares_then_a_second_run_starts_no
     key = json.loads(grid.cells[0].key)
     assert key == {"method": "eir", "dataset": "hotpotqa", "lm": DEFAULT_MODEL, "budget": 2, "limit": N, "seed": 0, "rules": "issue31",  # noqa: E501
                    "data": "data.jsonl", "max_tokens": 256}
-    assert compared == [["--experiment", "grid-test", "--reference", "eir", "--families", "grid.toml"]]
+    [options] = compared
+    assert (options.experiment, options.reference, [f.name for f in options.families]) == ("grid-test", "eir", ["h"])
     out = capsys.readouterr().out
+    assert "python -m eval.compare --experiment grid-test --reference eir --families grid.toml" in out
     assert "[grid 1/3] start: eir H=2" in out and "time left unknown" in out
     assert "[grid 3/3] finished: full_pool" in out and f"3/3 cells, {3 * N}/{3 * N} questions done" in out
     assert "s/question this session" in out
 
     # Again: every cell is skipped, no run is started, the comparison runs again.
     ended = {r.info.run_id: r.info.end_time for r in runs}
-    grid_module.main(["grid.toml"])
+    grid_command.main(["grid.toml"])
     again = grid_runs()
     assert len(again) == 3  # no new run
     assert {r.info.run_id: r.info.end_time for r in again} == ended
@@ -146,7 +150,7 @@ def test_a_killed_cell_is_resumed_as_the_same_run(workdir, monkeypatch, compared
 
     use_lm(monkeypatch, killed_in_cell_two)
     with pytest.raises(SystemExit) as stopped:
-        grid_module.main(["grid.toml"])
+        grid_command.main(["grid.toml"])
     assert stopped.value.code == 130
     captured = capsys.readouterr()
     assert "Continue it with:\n  python -m eval.grid grid.toml" in captured.err
@@ -157,13 +161,13 @@ def test_a_killed_cell_is_resumed_as_the_same_run(workdir, monkeypatch, compared
     assert 1 <= len(saved) < N
     assert compared == []  # nothing is compared after an interrupt
 
-    grid_module.main(["grid.toml", "--dry-run"])
+    grid_command.main(["grid.toml", "--dry-run"])
     dry = capsys.readouterr().out
     assert "finished" in dry and f"resumable ({len(saved)}/{N} saved)" in dry and " new " in dry
     assert len(grid_runs()) == 2  # a dry run starts nothing
 
     use_lm(monkeypatch, eir_reply)
-    grid_module.main(["grid.toml"])
+    grid_command.main(["grid.toml"])
     runs = {r.info.run_id: r for r in grid_runs()}
     assert len(runs) == 3
     assert runs[killed.info.run_id].info.status == "FINISHED"  # the same run, resumed
@@ -188,7 +192,7 @@ def test_a_failing_cell_is_reported_the_rest_run_and_the_grid_exits_1(workdir, m
                         '[[methods]]\nmethod = "full_pool"\n\n[[methods]]\nmethod = "eir"\nbudgets = [2, 6]\n')
     (workdir / "grid.toml").write_text(text)
     with pytest.raises(SystemExit) as failed:
-        grid_module.main(["grid.toml"])
+        grid_command.main(["grid.toml"])
     assert failed.value.code == 1
     statuses = sorted(r.info.status for r in grid_runs())
     assert statuses == ["FAILED", "FINISHED", "FINISHED"]
@@ -242,7 +246,7 @@ def test_validation_errors_name_the_file_and_the_entry(tmp_path):
     assert "not valid TOML" in bad(tmp_path, ok + "[[methods]\n")
     # Through the command line: an error message, nothing run.
     with pytest.raises(SystemExit) as exc:
-        grid_module.main([str(tmp_path / "bad.toml")])
+        grid_command.main([str(tmp_path / "bad.toml")])
     assert str(exc.value.code).startswith(f"error: {tmp_path / 'bad.toml'}: not valid TOML")
 
 
@@ -282,7 +286,7 @@ def test_an_lm_table_gives_its_flags_to_that_lms_cells_only(tmp_path):
     for (method, lm), flags in expected.items():
         cell = cells[method, lm]
         assert json.loads(cell.key) == {**base, "method": method, "lm": lm, **flags}
-        args = run_module.parse_args(grid.argv(cell))
+        args = parse_args(grid.argv(cell))
         assert (args.lm, args.max_tokens, args.temperature, args.decoding) == (
             lm, flags["max_tokens"], 0.5, flags.get("decoding"))
         assert args.experiment == "x"
@@ -321,15 +325,15 @@ def test_a_missing_data_file_stops_the_grid_before_any_cell(workdir, monkeypatch
     monkeypatch.delenv("EIR_DATA_DIR")
     (workdir / "grid.toml").write_text(GRID.replace('"data.jsonl"', '"nowhere/data.jsonl"'))
     with pytest.raises(SystemExit) as exc:
-        grid_module.main(["grid.toml"])
+        grid_command.main(["grid.toml"])
     assert "data.hotpotqa: nowhere/data.jsonl does not exist (relative paths resolve against $EIR_DATA_DIR" in \
         str(exc.value.code)
     assert mlflow.get_experiment_by_name("grid-test") is None
 
 
 def test_dry_run_lists_cells_and_call_bounds_and_runs_nothing(workdir, monkeypatch, capsys):
-    monkeypatch.setattr(run_module, "build_lm", lambda spec: pytest.fail("a dry run built an LM"))
-    out = grid_module.main(["grid.toml", "--dry-run"])
+    monkeypatch.setattr(lifecycle, "build_lm", lambda spec: pytest.fail("a dry run built an LM"))
+    out = grid_command.main(["grid.toml", "--dry-run"])
     expected = N * (max_calls("eir", 2) + max_calls("eir", 6) + max_calls("full_pool", 6))
     assert expected == 3 * (4 + 8 + 1) == out["calls"] == out["todo_calls"]
     text = capsys.readouterr().out
@@ -433,11 +437,11 @@ def test_a_finished_cell_with_failed_questions_is_resumed(workdir, monkeypatch, 
 
     use_lm(monkeypatch, provider_down_for_q1)
     with pytest.raises(SystemExit) as stop:
-        grid_module.main(["grid.toml"])
+        grid_command.main(["grid.toml"])
     assert stop.value.code == 1  # the cell is reported as failed
     (first,) = grid_runs()
     assert first.info.status == "FINISHED" and first.data.metrics["failed_questions"] == 1
     use_lm(monkeypatch, eir_reply)  # the provider is back
-    grid_module.main(["grid.toml"])
+    grid_command.main(["grid.toml"])
     (again,) = grid_runs()
     assert again.info.run_id == first.info.run_id and again.data.metrics["failed_questions"] == 0

@@ -81,6 +81,7 @@ def records(run) -> list[dict]:
 def test_a_grid_of_three_eir_cells_runs_on_the_local_lm_and_a_second_run_starts_nothing(tmp_path, monkeypatch,
                                                                                           dev_file, llama_server):
     import eval.grid as grid_module
+    import eval.grid.__main__ as grid_command
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
@@ -88,7 +89,7 @@ def test_a_grid_of_three_eir_cells_runs_on_the_local_lm_and_a_second_run_starts_
     grid = grid_module.load_grid("grid.toml")
     assert [c.variants[0] for c in grid.cells] == [PLAIN, REPAIR, NO_LIST_FEEDBACK]
 
-    out = grid_module.main(["grid.toml"])
+    out = grid_command.main(["grid.toml"])
     first = cell_runs()
     runs = {r.data.tags["variant"]: r for r in first}
     assert len(first) == 3 and set(runs) == {PLAIN, REPAIR, NO_LIST_FEEDBACK}
@@ -109,6 +110,6 @@ def test_a_grid_of_three_eir_cells_runs_on_the_local_lm_and_a_second_run_starts_
 
     # Again: every cell is skipped; no method run is started (eval.compare logs a new comparison run).
     ended = {r.info.run_id: r.info.end_time for r in first}
-    grid_module.main(["grid.toml"])
+    grid_command.main(["grid.toml"])
     again = cell_runs()
     assert len(again) == 3 and {r.info.run_id: r.info.end_time for r in again} == ended

@@ -8,9 +8,9 @@ import mlflow
 import pytest
 
 import eval.grid as grid_module
-import eval.run as run_module
-from eval.data.corpus import BUILD_FULL_INDEX, FULL_CORPUS_MIN_PARAGRAPHS
-from eval.index import build_default_index
+import eval.grid.__main__ as grid_command
+import eval.runs.lifecycle as lifecycle
+from eval.data.corpus import BUILD_FULL_INDEX, FULL_CORPUS_MIN_PARAGRAPHS, build_default_index
 from tests.eval.grid.test_grid import GRID, use_lm, write_full_index, write_questions
 from tests.fake_openai import eir_reply
 
@@ -37,9 +37,9 @@ def test_the_paper_corpus_grid_refuses_to_load_without_an_index(workdir, monkeyp
     assert BUILD_FULL_INDEX in message  # how to build it
     assert "EIR_INDEX_DIR=" in message and '`index = "runs/corpus/enwiki-index"` under [run]' in message  # how to name it
 
-    monkeypatch.setattr(run_module, "build_lm", lambda spec: pytest.fail("a refused grid built an LM"))
+    monkeypatch.setattr(lifecycle, "build_lm", lambda spec: pytest.fail("a refused grid built an LM"))
     with pytest.raises(SystemExit) as exc:
-        grid_module.main([str(PAPER_CORPUS), "--dry-run"])
+        grid_command.main([str(PAPER_CORPUS), "--dry-run"])
     assert str(exc.value.code) == f"error: {message}"
     assert "calls ≤" not in capsys.readouterr().out  # no cell table: the grid never loaded
     assert mlflow.get_experiment_by_name("paper-corpus") is None
@@ -102,16 +102,16 @@ PAPER_GRID = "paper = true\n" + GRID.replace("n = 3\n", "n = 5\n")  # 5 asked, t
 
 def test_a_paper_grid_with_fewer_questions_than_n_stops_before_any_cell(workdir, monkeypatch, capsys):
     (workdir / "grid.toml").write_text(PAPER_GRID)
-    monkeypatch.setattr(run_module, "build_lm", lambda spec: pytest.fail("a refused grid built an LM"))
+    monkeypatch.setattr(lifecycle, "build_lm", lambda spec: pytest.fail("a refused grid built an LM"))
     short = f"n = 5, but hotpotqa's file {workdir / 'data.jsonl'} holds 3 questions"
     with pytest.raises(SystemExit) as exc:
-        grid_module.main(["grid.toml"])
+        grid_command.main(["grid.toml"])
     assert str(exc.value.code) == (f"error: grid.toml: {short}; give data with 5 (EIR_DATA_DIR or [data]) or run "
                                    "all 3 with --allow-fewer")
     assert mlflow.get_experiment_by_name("grid-test") is None
 
     with pytest.raises(SystemExit) as exc:  # the dry run shows the cells, then the same error
-        grid_module.main(["grid.toml", "--dry-run"])
+        grid_command.main(["grid.toml", "--dry-run"])
     assert short in str(exc.value.code)
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]
     assert [r[-6:-3] for r in rows] == [["3", "of", "5"]] * 3  # n: what runs, of what the grid asks
@@ -120,11 +120,11 @@ def test_a_paper_grid_with_fewer_questions_than_n_stops_before_any_cell(workdir,
 def test_allow_fewer_runs_all_the_file_holds_and_says_so(workdir, monkeypatch, capsys, compared_off):
     (workdir / "grid.toml").write_text(PAPER_GRID)
     use_lm(monkeypatch, eir_reply)
-    out = grid_module.main(["grid.toml", "--dry-run", "--allow-fewer"])
+    out = grid_command.main(["grid.toml", "--dry-run", "--allow-fewer"])
     assert out["calls"] == 3 * (4 + 8 + 1)  # bounded on the 3 questions that run, not on n = 5
     assert "holds 3 questions; its cells run all 3 (--allow-fewer; each run logs n = 3)" in capsys.readouterr().out
 
-    grid_module.main(["grid.toml", "--allow-fewer"])
+    grid_command.main(["grid.toml", "--allow-fewer"])
     text = capsys.readouterr().out
     assert text.startswith("note: grid.toml: n = 5, but hotpotqa's file")
     assert "3/3 cells, 9/9 questions done" in text
@@ -134,9 +134,9 @@ def test_allow_fewer_runs_all_the_file_holds_and_says_so(workdir, monkeypatch, c
 
 @pytest.fixture
 def compared_off(monkeypatch):
-    import eval.compare.__main__ as compare_module
+    import eval.compare.comparison as comparison
 
-    monkeypatch.setattr(compare_module, "main", lambda argv: None)
+    monkeypatch.setattr(comparison, "run_comparison", lambda options: None)
 
 
 def test_a_paper_grid_needs_a_data_file_for_every_dataset(workdir, monkeypatch):
@@ -145,6 +145,6 @@ def test_a_paper_grid_needs_a_data_file_for_every_dataset(workdir, monkeypatch):
         'hotpotqa = "data.jsonl"', f'hotpotqa = "{workdir / "data.jsonl"}"')
     (workdir / "grid.toml").write_text(text)
     with pytest.raises(SystemExit) as exc:
-        grid_module.main(["grid.toml", "--allow-fewer"])
+        grid_command.main(["grid.toml", "--allow-fewer"])
     assert str(exc.value.code) == ("error: grid.toml: 2wiki: no data file (set $EIR_DATA_DIR or name one under "
                                    "[data]; only HotpotQA has a Hugging Face copy)")

@@ -87,7 +87,7 @@ def test_a_killed_run_stops_its_system_metrics_thread(workdir, monkeypatch, fast
 
 
 def test_a_compiled_programs_instructions_are_in_its_runs_program_state(workdir, monkeypatch):
-    from eval.compile.program_file import save_program
+    from eval.files.program_file import save_program
 
     compiled = METHODS["eir"](budget=6)
     answer = compiled.answer.predict

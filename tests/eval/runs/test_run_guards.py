@@ -12,8 +12,8 @@ import pytest
 
 import eval.run as run_module
 from eval.data.loaders import load_questions
+from eval.files.results_file import LOCK_NAME, ResultsFile
 from eval.runs.logged_runs import SelectionError, select_runs
-from eval.runs.records import LOCK_NAME, ResultsFile
 from tests.eval.runs.test_runner import QUESTIONS, fill_workdir, reply  # noqa: F401 (fill_workdir: the workdir fixture's)
 from tests.eval.runs.test_runner_stops import records_in, start_run, wait_for_records, write_questions
 from tests.fake_openai import FakeOpenAI, eir_reply
@@ -211,7 +211,7 @@ def test_a_second_resume_is_refused_while_the_first_runs_and_the_first_finishes(
 
 
 def test_a_call_log_line_that_is_not_an_entry_is_named_by_file_and_line(tmp_path):
-    from eval.runs.records import ResultsFile, ResultsFileError
+    from eval.files.results_file import ResultsFile, ResultsFileError
 
     path = tmp_path / "select.jsonl"
     path.write_text('{"id": "a", "step": "select"}\nnot json\n{"step": "select"}\n{"id": "b"')  # torn tail

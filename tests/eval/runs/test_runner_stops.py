@@ -15,9 +15,9 @@ import mlflow
 import pytest
 
 import eval.run as run_module
+from eval.files.results_file import wall_time
 from eval.runs import tracking
 from eval.runs.logged_runs import select_runs
-from eval.runs.records import wall_time
 from eval.runs.scheduler import FailureWatch
 from tests.fake_openai import FakeOpenAI, eir_reply
 from tests.scripted import use_lm

@@ -5,7 +5,7 @@ program's calls nested under it; DSPy autolog never leaks into an untraced run o
 import mlflow
 import pytest
 
-import eval.grid as grid_module
+import eval.grid.__main__ as grid_command
 import eval.run as run_module
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval import genai_eval
@@ -90,13 +90,13 @@ method = "full_pool"
 
 
 def test_a_grid_with_a_traced_and_an_untraced_cell_traces_only_the_first(workdir, monkeypatch):
-    import eval.compare.__main__ as compare_module
+    import eval.compare.comparison as comparison
 
-    monkeypatch.setattr(compare_module, "main", lambda argv: None)  # the tables are eval.compare's tests' business
+    monkeypatch.setattr(comparison, "run_comparison", lambda options: None)  # the tables are eval.compare's tests' business
     monkeypatch.setenv("EIR_DATA_DIR", str(workdir))
     (workdir / "grid.toml").write_text(GRID)
     use_lm(monkeypatch, reply)
-    grid_module.main(["grid.toml"])
+    grid_command.main(["grid.toml"])
     runs = mlflow.search_runs(experiment_names=["grid-trace"], order_by=["attributes.start_time ASC"],
                               output_format="list")
     assert [r.data.params["method"] for r in runs] == ["eir", "full_pool"]

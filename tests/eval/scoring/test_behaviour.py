@@ -1,8 +1,8 @@
-"""Run-level behaviour metrics (eval.scoring.summary.behaviour) on hand-built records."""
+"""Run-level behaviour metrics (eval.scoring.run_metrics.behaviour) on hand-built records."""
 
 import pytest
 
-from eval.scoring.summary import BEHAVIOUR_KEYS, behaviour, format_table
+from eval.scoring.run_metrics import BEHAVIOUR_KEYS, behaviour, format_table
 
 
 def record(turns, causes, early, reqs, concls, discarded):

@@ -8,7 +8,7 @@ import pytest
 
 from eval.scoring import health
 from eval.scoring.health import warnings_for
-from eval.scoring.summary import behaviour, summarize
+from eval.scoring.run_metrics import behaviour, summarize
 
 IDS = count(1)
 

@@ -22,7 +22,7 @@ from eval.scoring.metrics import (
     support_scores,
     token_f1,
 )
-from eval.scoring.summary import format_table, summarize
+from eval.scoring.run_metrics import format_table, summarize
 
 POOL = (Paragraph("A", ("a0", " a1"), 0), Paragraph("B", ("b0", " b1"), 1), Paragraph("C", ("c0",), 2))
 

@@ -6,9 +6,9 @@ from collections import Counter
 from statistics import mean
 from typing import Any
 
-from eval.formatting import piped
-from eval.runs.record import QuestionRecord, as_records
-from eval.runs.records import wall_time
+from eval.files.question_record import QuestionRecord, as_records
+from eval.files.results_file import wall_time
+from eval.scoring.formatting import piped
 from eval.scoring.metrics import aggregate, aggregate_defined
 from programs.trajectory_record import Trajectory
 

@@ -1,5 +1,5 @@
-"""The typed per-question record (eval.runs.record): every method's real trajectory names its method,
-a record survives its results line, and older lines load through the one converter."""
+"""The typed per-question record (eval.files.question_record): every method's real trajectory names its
+method, a record survives its results line, and older lines load through the one converter."""
 
 import json
 import typing
@@ -10,11 +10,11 @@ import pytest
 
 import eval.summary as summary
 from eir_dspy.lm import DecodingAdapter
+from eval.files.question_record import QuestionRecord, RecordError, from_legacy
+from eval.files.results_file import ResultsFile
 from eval.runs.execute import run_question
 from eval.runs.logged_runs import SelectionError, checked
-from eval.runs.record import QuestionRecord, RecordError, from_legacy
-from eval.runs.records import ResultsFile
-from eval.scoring.summary import summarize
+from eval.scoring.run_metrics import summarize
 from programs import METHODS, Reflexion
 from programs.trajectory_record import Method, Trajectory
 from tests.eir_dspy.test_acceptance import POOL_Q

@@ -1,7 +1,7 @@
 """Per-question result records: the source of every metric. Written as they finish, so a killed
 run can be resumed without redoing or double-counting a question. The lines are plain JSON objects
 (a run's: QuestionRecord.row(), carrying the run's id; eval.analyze's call logs use the same file),
-read back as records through eval.runs.record.from_legacy.
+read back as records through eval.files.question_record.from_legacy.
 
 A run's results file is read back as that run's records only line by line checked (`read_run_records`):
 a line that is not a record, or is another run's, is named by file and line, never silently counted.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from eval.runs.record import QuestionRecord, RecordError, as_records, from_legacy
+from eval.files.question_record import QuestionRecord, RecordError, as_records, from_legacy
 
 LOCK_NAME = "run.lock"  # next to results.jsonl: held (flock) by the process running the run, its pid inside
 SHOWN_BAD_LINES = 10  # an error lists this many bad lines, then counts the rest
