@@ -16,6 +16,7 @@ to build their per-call schema. The adapter also applies the calling method's ac
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import logging
@@ -106,10 +107,21 @@ class DecodingAdapter(dspy.JSONAdapter):
         if self.decoding == "strict" and "response_format" in lm_kwargs:
             return  # the program's per-call grammar
         try:
-            lm_kwargs["response_format"] = _get_structured_outputs_response_format(signature)
+            lm_kwargs["response_format"] = _schema_copied_on_use(_get_structured_outputs_response_format(signature))
         except (ValueError, pydantic.PydanticInvalidForJsonSchema, pydantic.PydanticSchemaGenerationError):
             logger.warning("no JSON schema for %s; decoding it in JSON mode", signature.__name__)
             lm_kwargs["response_format"] = {"type": "json_object"}
+
+
+def _schema_copied_on_use(model: type[pydantic.BaseModel]) -> type[pydantic.BaseModel]:
+    """DSPy's response model hands out one schema dict on every `model_json_schema()`, and LiteLLM's
+    `type_to_response_format_param` edits it in place (it drops `"default": null`) between DSPy's
+    cache lookup and its store: the two cache keys differed, so no call under `--decoding schema`
+    was ever answered from the cache (a rerun paid again; a resume re-made a killed question's calls).
+    A copy per use leaves the schema sent unchanged and both keys equal."""
+    schema = model.model_json_schema()
+    model.model_json_schema = lambda *args, **kwargs: copy.deepcopy(schema)
+    return model
 
 
 @functools.lru_cache(maxsize=64)

@@ -15,6 +15,7 @@ from litellm import ModelResponse
 
 from eir_dspy.accounting import Ledger, keep_replayed_usage, recording, register_price
 from eir_dspy.accounting.replay import REPLAYED_USAGE, UsageKeepingCache
+from eir_dspy.lm.decoding import DECODINGS, DecodingAdapter
 from eir_dspy.lm.spec import LMSpec, build_lm
 from eir_dspy.paragraphs import Paragraph
 from eval.files.question_record import QuestionRecord
@@ -35,22 +36,27 @@ def private_cache(tmp_path, monkeypatch):
     dspy.cache = saved
 
 
-def run_eir(lm, question: str) -> Ledger:
+def run_eir(lm, question: str, adapter=None) -> Ledger:
     ledger = Ledger()
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), recording(ledger):
+    with dspy.context(lm=lm, adapter=adapter or dspy.JSONAdapter()), recording(ledger):
         EIR(budget=2)(question=question, paragraphs=POOL)
     return ledger
 
 
-def test_a_cached_rerun_through_litellm_keeps_tokens_and_cost(private_cache):
+# DSPy's own JSONAdapter, and the project's under each decoding mode: under `schema` a response
+# format rides in the request, and LiteLLM once edited its schema between DSPy's cache lookup and
+# its store, so no such call was ever answered from the cache (eir_dspy/lm/decoding.py).
+@pytest.mark.parametrize("decoding", [None, *DECODINGS])
+def test_a_cached_rerun_through_litellm_keeps_tokens_and_cost(private_cache, decoding):
     question = f"Where did Alpha form? ({uuid.uuid4().hex[:8]})"
+    adapter = DecodingAdapter(decoding) if decoding else None
     with FakeOpenAI(eir_reply) as fake:
         register_price("openai/fake-priced", 1.0, 2.0)  # $ per million tokens: a hit must cost the same
         lm = build_lm(LMSpec("openai/fake-priced", api_base=fake.url, price_in=1.0, price_out=2.0))
         assert type(dspy.cache) is UsageKeepingCache  # build_lm installed it on the configured cache
-        first = run_eir(lm, question)
+        first = run_eir(lm, question, adapter)
         requests = len(fake.requests)
-        second = run_eir(lm, question)
+        second = run_eir(lm, question, adapter)
         assert len(fake.requests) == requests  # the rerun never reached the server
     assert first.totals()["cache_hits"] == 0 and second.totals()["cache_hits"] == first.totals()["calls"] == 3
     for key in ("calls", "prompt_tokens", "completion_tokens", "cost_usd"):
@@ -60,7 +66,7 @@ def test_a_cached_rerun_through_litellm_keeps_tokens_and_cost(private_cache):
         [(c.prompt_tokens, c.completion_tokens) for c in second.calls]
     # DSPy's own usage tracker still bills nothing for the replay.
     with track_usage() as tracker:
-        run_eir(lm, question)
+        run_eir(lm, question, adapter)
     assert not tracker.get_total_tokens().get(lm.model)
 
 
