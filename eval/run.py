@@ -36,9 +36,6 @@ from eval.index import build_default_index
 from eval.runs import provenance, traces, tracking
 from eval.runs.config import (
     DEFAULT_BUDGET,
-    DEFAULT_TRIALS,
-    DEFAULT_VOTES,
-    SETTINGS,
     RunConfig,
     add_lm_flags,
     compiled_program,
@@ -50,8 +47,10 @@ from eval.runs.records import ResultsFile, ResultsFileError, RunBusy, describe_b
 from eval.runs.scheduler import run_all
 from eval.scoring import health
 from eval.scoring.summary import format_table, summarize
-from programs import CORPUS_METHODS, METHODS
+from programs import names
 from programs.eir_policy import ABLATIONS
+from programs.registry import CORPUS_METHODS, DEFAULT_TRIALS, DEFAULT_VOTES, METHODS
+from programs.setting import SETTINGS
 
 __all__ = ["DEFAULT_EXPERIMENT", "DEFAULT_OUT", "SETTINGS", "RunConfig", "compiled_program", "flag_defaults", "main",
            "method_options", "parse_args", "run"]
@@ -64,7 +63,7 @@ RESUME_ONLY = ("skip_bad_lines",)  # how one resume reads its results file: not 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m eval.run", description=__doc__.splitlines()[0])
-    p.add_argument("--method", default="eir", choices=sorted(METHODS))
+    p.add_argument("--method", default=names.EIR, choices=sorted(METHODS))
     p.add_argument("--setting", default="pool", choices=SETTINGS,
                    help="pool: each question's given paragraphs; corpus: search a BM25 index (HotpotQA only)")
     p.add_argument("--index", default=None, help="corpus: an index directory from `python -m eval.index build` "
@@ -184,10 +183,11 @@ def _run(config: RunConfig | None, held: ExitStack, uri: str, *, experiment: str
     config = replace(config.with_lm(lm), n=len(questions))
     dspy.configure(lm=lm, adapter=DecodingAdapter(config.lm.decoding))
     traces.use_autolog(trace)  # off for a run that did not ask, whatever an earlier run in this process did
-    program = METHODS[config.method](budget=config.budget, **config.options)
+    method = METHODS[config.method]
+    program = method.build(config.budget, config.options)
     if config.program:
         load_compiled(program, config)
-    config = config.with_label(getattr(program, "label", config.method))
+    config = config.with_label(method.main_label)
 
     run_id = tracking.start_run(config, resume_id, out, tags)  # eval.grid finds its cells by these tags
     if not resume_id:

@@ -29,6 +29,7 @@ from eval.runs import tracking
 from eval.runs.logged_runs import LoggedRun, SelectionError, select_runs
 from eval.scoring.health import RunWarning, warnings_for
 from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from programs import names
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -37,7 +38,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--filter", default="", help="an MLflow filter on those runs, e.g. \"params.dataset = 'hotpotqa'\"")
     p.add_argument("--runs", nargs="+", metavar="RUN_ID", help="compare exactly these runs instead")
     p.add_argument("--methods", nargs="+", help="keep only these methods (labels, e.g. eir direct reflexion_first)")
-    p.add_argument("--reference", default="eir", help="the method every other method is compared against")
+    p.add_argument("--reference", default=names.EIR, help="the method every other method is compared against")
     p.add_argument("--families", metavar="FILE.toml",
                    help="Holm families from the [[families]] tables of a grid TOML file (name, compare, per_column, "
                         "per_pair, size)")
