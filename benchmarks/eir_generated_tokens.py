@@ -23,7 +23,7 @@ from eir_dspy.lm import DecodingAdapter, LMSpec, build_lm
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.data.loaders import load_questions
 from eval.runs.execute import run_question
-from programs import METHODS
+from programs.registry import METHODS
 
 FIELDS = ("requirement_updates", "conclusion_updates", "action", "answer", "citations")
 
@@ -68,7 +68,7 @@ def main() -> None:
     lm = build_lm(LMSpec(args.lm, decoding="schema", slots=args.threads))
     engine = lm.engine
     dspy.configure(lm=lm, adapter=DecodingAdapter("schema"))
-    program = METHODS["eir"](budget=6)
+    program = METHODS["eir"].build(6)
     questions = load_questions("hotpotqa", None, limit=args.n, seed=0)
     engine.trace = []
     totals: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))

@@ -23,7 +23,7 @@ from eir_dspy.lm import DECODINGS, DecodingAdapter, LMSpec, build_lm
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.data.loaders import load_questions
 from eval.runs.execute import run_question
-from programs import METHODS
+from programs.registry import METHODS
 
 COLUMNS = ("calls", "prompt_tokens", "prompt_evaluated", "prompt_cached", "generated", "seconds", "prompt_s",
            "generate_s", "other_s")
@@ -40,7 +40,7 @@ def main() -> None:
     lm = build_lm(LMSpec(args.lm, decoding=args.decoding, slots=1))  # its trace has the server's timings
     engine = lm.engine
     dspy.configure(lm=lm, adapter=DecodingAdapter(args.decoding))
-    program = METHODS[args.method](budget=6)
+    program = METHODS[args.method].build(6)
     questions = load_questions("hotpotqa", None, limit=args.n, seed=0)
     rows, per_question = [], []
     for q in questions:

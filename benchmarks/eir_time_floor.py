@@ -25,7 +25,7 @@ from eir_dspy.lm import DecodingAdapter, LMSpec, build_lm
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.data.loaders import load_questions
 from eval.runs.execute import run_question
-from programs import METHODS
+from programs.registry import METHODS
 
 
 def replay(url: str, request: dict, grammar: bool) -> dict:
@@ -50,7 +50,7 @@ def main() -> None:
     lm = build_lm(LMSpec(args.lm, decoding="schema", slots=1))
     engine = lm.engine
     dspy.configure(lm=lm, adapter=DecodingAdapter("schema"))
-    program = METHODS["eir"](budget=6)
+    program = METHODS["eir"].build(6)
     engine.trace = []
     t0 = time.perf_counter()
     for q in load_questions("hotpotqa", None, limit=args.n, seed=0):

@@ -7,9 +7,10 @@ hands it to `run` (eval/runs/lifecycle.py), which eval.grid and a notebook call 
 
 from __future__ import annotations
 
-from eval.runs.config import SETTINGS, RunConfig, compiled_program, method_options
+from eval.runs.config import RunConfig, compiled_program, method_options
 from eval.runs.flags import DEFAULT_EXPERIMENT, DEFAULT_OUT, flag_defaults, parse_args
 from eval.runs.lifecycle import run
+from programs.setting import SETTINGS
 
 __all__ = ["DEFAULT_EXPERIMENT", "DEFAULT_OUT", "SETTINGS", "RunConfig", "compiled_program", "flag_defaults", "main",
            "method_options", "parse_args", "run"]

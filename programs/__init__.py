@@ -1,4 +1,5 @@
-"""One dspy.Module per method; all pool methods share eir_dspy.episode.run_episode."""
+"""One dspy.Module per method; all pool methods share eir_dspy.episode.run_episode.
+programs.registry holds each method's entry (its options, settings, labels, call bound)."""
 
 from programs.direct import Direct
 from programs.eir import EIR
@@ -6,7 +7,4 @@ from programs.full_pool import FullPool
 from programs.reflexion import Reflexion
 from programs.ssr import SSR
 
-METHODS = {"eir": EIR, "direct": Direct, "full_pool": FullPool, "ssr": SSR, "reflexion": Reflexion}
-CORPUS_METHODS = ("eir", "direct", "ssr", "reflexion")  # Full Pool has no pool to give in the corpus setting
-
-__all__ = ["EIR", "CORPUS_METHODS", "METHODS", "Direct", "FullPool", "Reflexion", "SSR"]
+__all__ = ["EIR", "Direct", "FullPool", "Reflexion", "SSR"]

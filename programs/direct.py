@@ -20,8 +20,11 @@ from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Action, Episode, Proposal, run_episode
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.rejection import EMPTY_ANSWER, INVALID_CITATION, Rejection
+from programs import names
 from programs.agent_view import environment_view, last_result
-from programs.setting import new_environment, turn_limit
+from programs.options import Options
+from programs.result import MethodResult
+from programs.setting import most_turns, new_environment, turn_limit
 from programs.trajectory import can_read, read_paragraphs, recent_paragraphs
 from programs.trajectory_record import Trajectory
 from signatures import DirectSearchTurn, DirectTurn
@@ -105,10 +108,22 @@ def episode_answer(episode: Episode) -> tuple[str, list[tuple[str, int]]]:
     return episode.submitted.answer, list(episode.submitted.citations)
 
 
+def episode_result(episode: Episode) -> dict:
+    """The MethodResult fields of an answer submitted in `episode` (none: no valid submit)."""
+    answer, citations = episode_answer(episode)
+    return {"answer": answer, "citations": citations, "episodes": [episode], "evidence": episode.evidence}
+
+
 def episode_trajectory(episode: Episode) -> dict:
     """The fields of a Trajectory every episode-running method fills."""
     return {"turns": [t.__dict__ for t in episode.turns],
             "submitted": episode.submitted.answer if episode.submitted else None, "forced_end": episode.forced_end}
+
+
+def max_calls(budget: int, setting: str, options: Options) -> int:
+    """`forward` below: max_turns=turn_limit(corpus, H), so H turns in all in the pool (reads and the
+    submit), 12 in the corpus; one `action` call per turn, no final call."""
+    return most_turns(setting, budget, budget)
 
 
 class Direct(dspy.Module):
@@ -121,11 +136,10 @@ class Direct(dspy.Module):
         self.search_turn = dspy.Predict(DirectSearchTurn)
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
-                corpus: CorpusIndex | None = None) -> dspy.Prediction:
+                corpus: CorpusIndex | None = None) -> MethodResult:
         predict = self.turn if corpus is None else self.search_turn
         episode = run_episode(question, new_environment(paragraphs, corpus), DirectPolicy(predict), self.budget,
                               max_turns=turn_limit(corpus, self.budget))
-        answer, citations = episode_answer(episode)
-        return dspy.Prediction(answer=answer, citations=citations, episode=episode,
-                               trajectory=Trajectory(method="direct", **episode_trajectory(episode)))
+        trajectory = Trajectory(method=names.DIRECT, **episode_trajectory(episode))
+        return MethodResult(**episode_result(episode), trajectory=trajectory)
 

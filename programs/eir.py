@@ -3,6 +3,8 @@ a separate final call answers from the question and the evidence sentences alone
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import dspy
 
 from eir_dspy.acceptance import EXTRACT
@@ -10,26 +12,57 @@ from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import run_episode
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import INVALID_UPDATE_RULES, paper_invalid_updates
+from programs import names
 from programs.answer import AnswerFromEvidence
 from programs.eir_policy import ABLATIONS, EIRPolicy
-from programs.eir_repair import RepairingPolicy
-from programs.setting import new_environment, turn_limit
+from programs.eir_repair import MAX_REPAIRS_PER_TURN, RepairingPolicy
+from programs.options import Options, OptionsError
+from programs.result import MethodResult
+from programs.setting import most_turns, new_environment, turn_limit
 from programs.trajectory_record import Trajectory
 from signatures import EIRSearchTurn, EIRTurn
 from signatures.repair import EIRDependentSearchTurn, EIRDependentTurn, RefreshRequirements, RepairConclusion
+
+
+@dataclass(frozen=True)
+class EIROptions(Options):
+    ablation: str = "none"  # ABLATIONS: the list-feedback control (E.2), dependency repair (E.3)
+    # What invalid list updates do to a turn, `discard` or `reject` (programs/eir_policy.py); None:
+    # the paper's rule for the setting (`resolved`).
+    invalid_updates: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.ablation not in ABLATIONS:
+            raise OptionsError(f"unknown EIR ablation {self.ablation!r}; choose one of {', '.join(ABLATIONS)}")
+        if self.invalid_updates not in (None, *INVALID_UPDATE_RULES):
+            raise OptionsError(f"invalid_updates must be one of {', '.join(INVALID_UPDATE_RULES)}; "
+                               f"got {self.invalid_updates!r}")
+
+    def resolved(self, setting: str) -> EIROptions:
+        return replace(self, invalid_updates=self.invalid_updates or paper_invalid_updates(setting))
+
+
+def max_calls(budget: int, setting: str, options: EIROptions) -> int:
+    """`forward` below: H + 1 turns in the pool (12 in the corpus: turn_limit(corpus, None)), one
+    `action` call each (EIRPolicy.propose), then ALWAYS one `final` call (AnswerFromEvidence), also
+    after a forced end. The repair ablations (programs/eir_repair.py RepairingPolicy.commit): after a
+    turn's update, at most MAX_REPAIRS_PER_TURN `repair` calls plus one `refresh` call, on every turn
+    but a submitting one and the last; `repair-unapplied` makes the same calls."""
+    turns = most_turns(setting, budget, None)
+    calls = turns + 1
+    if options.ablation.startswith("repair"):
+        calls += (turns - 1) * (MAX_REPAIRS_PER_TURN + 1)
+    return calls
 
 
 class EIR(dspy.Module):
     acceptance = EXTRACT  # the paper: EIR can extract its action from surrounding prose
 
     def __init__(self, budget: int = 6, ablation: str = "none", invalid_updates: str | None = None) -> None:
-        """`invalid_updates`: what invalid list updates do to a turn, `discard` or `reject`
-        (programs/eir_policy.py); None takes the paper's rule for the setting each question runs in."""
+        """The options: EIROptions (None for `invalid_updates` takes the paper's rule for the setting
+        each question runs in)."""
         super().__init__()
-        if ablation not in ABLATIONS:
-            raise ValueError(f"unknown EIR ablation {ablation!r}; choose one of {', '.join(ABLATIONS)}")
-        if invalid_updates not in (None, *INVALID_UPDATE_RULES):
-            raise ValueError(f"invalid_updates must be one of {', '.join(INVALID_UPDATE_RULES)}; got {invalid_updates!r}")
+        EIROptions(ablation, invalid_updates)  # checked
         self.budget = budget
         self.ablation = ablation
         self.invalid_updates = invalid_updates
@@ -50,18 +83,19 @@ class EIR(dspy.Module):
         return EIRPolicy(turn, show_lists=self.ablation != "no-list-feedback", invalid_updates=rule)
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
-                corpus: CorpusIndex | None = None) -> dspy.Prediction:
+                corpus: CorpusIndex | None = None) -> MethodResult:
         policy = self.policy(corpus)
         # Pool: H reads plus one more decision. Corpus: 12 turns; if none submits, EIR still answers.
         episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
                               max_turns=turn_limit(corpus, None))
         # The boundary: only the question and the evidence sentences cross into the final call.
         final = self.answer(question=question, evidence=episode.evidence.render(), titles=list(episode.evidence.titles))
-        return dspy.Prediction(
+        return MethodResult(
             answer=final.answer,
             citations=final.citations,
-            episode=episode,
-            trajectory=Trajectory(method="eir", turns=[t.__dict__ for t in episode.turns], **policy.record(),
+            episodes=[episode],
+            evidence=episode.evidence,  # what the final call was shown
+            trajectory=Trajectory(method=names.EIR, turns=[t.__dict__ for t in episode.turns], **policy.record(),
                                   submitted=episode.submitted.answer if episode.submitted else None,
                                   forced_end=episode.forced_end, final_parsed=final.parsed),
         )

@@ -7,13 +7,14 @@ after failed ones: no source text, no earlier trajectory. The reflection call al
 trial whole (every thought, action and result). An external controller (the `oracle`, a yes/no on
 an answer, built by the runner from the reference) stops at the first trial it accepts; the model
 never sees the reference or a score. One run yields two results: the oracle-stopped answer, and
-trial 1 alone (`variants["reflexion_first"]`, with the calls and seconds trial 1 used).
+trial 1 alone (`variants[names.REFLEXION_FIRST]`, with the calls and seconds trial 1 used).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import dspy
 
@@ -22,12 +23,32 @@ from eir_dspy.accounting import calls_so_far, lm_call
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Episode, run_episode
 from eir_dspy.paragraphs import Paragraph
-from programs.direct import DirectPolicy, episode_answer, episode_trajectory
-from programs.setting import new_environment, turn_limit
+from programs import names
+from programs.direct import DirectPolicy, episode_result, episode_trajectory
+from programs.options import Options, positive_int
+from programs.result import MethodResult
+from programs.setting import most_turns, new_environment, turn_limit
 from programs.trajectory import render_trajectory
 from programs.trajectory_record import Trajectory
 from signatures import Reflect, ReflexionSearchTurn, ReflexionTurn
 from signatures.schemas import grammar_config, reflect_schema
+
+DEFAULT_TRIALS = 5  # most trials per question
+
+
+@dataclass(frozen=True)
+class ReflexionOptions(Options):
+    trials: int = DEFAULT_TRIALS
+
+    def __post_init__(self) -> None:
+        positive_int("trials", self.trials)
+
+
+def max_calls(budget: int, setting: str, options: ReflexionOptions) -> int:
+    """At most `trials` Direct-style trajectories (each H turns in the pool, 12 in the corpus, one
+    `action` call a turn) and one `reflect` call after each failed trial but the last. Its first-trial
+    result is trial 1 of the same run: no extra calls."""
+    return options.trials * most_turns(setting, budget, budget) + (options.trials - 1)
 
 
 def render_reflections(reflections: list[str]) -> str:
@@ -38,11 +59,10 @@ def render_reflections(reflections: list[str]) -> str:
 
 class Reflexion(dspy.Module):
     acceptance = JSON_ONLY  # the paper: Reflexion requires JSON only, its reflections too
-    needs_oracle = True  # the runner passes oracle=...
-    label = "reflexion_oracle"  # the method name this run's main result is logged under
 
-    def __init__(self, budget: int = 6, trials: int = 5) -> None:
+    def __init__(self, budget: int = 6, trials: int = DEFAULT_TRIALS) -> None:
         super().__init__()
+        ReflexionOptions(trials)  # checked
         self.budget = budget
         self.trials = trials
         self.turn = dspy.Predict(ReflexionTurn)
@@ -50,7 +70,7 @@ class Reflexion(dspy.Module):
         self.reflect = dspy.Predict(Reflect)
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (), corpus: CorpusIndex | None = None,
-                oracle: Callable[[str], bool] | None = None) -> dspy.Prediction:
+                oracle: Callable[[str], bool] | None = None) -> MethodResult:
         if oracle is None:
             raise TypeError("Reflexion needs oracle=<callable(answer) -> bool> to decide when a trial succeeded")
         reflections: list[str] = []
@@ -65,21 +85,20 @@ class Reflexion(dspy.Module):
             episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
                                   max_turns=turn_limit(corpus, self.budget))
             episodes.append(episode)
-            answer, citations = episode_answer(episode)
-            matched = oracle(answer)
-            log.append({"trial": trial, "answer": answer, "matched": matched, **episode_trajectory(episode)})
+            result = episode_result(episode)
+            matched = oracle(result["answer"])
+            log.append({"trial": trial, "answer": result["answer"], "matched": matched, **episode_trajectory(episode)})
             if first is None:
-                first = dspy.Prediction(answer=answer, citations=citations, episode=episode, episodes=[episode],
-                                        calls=calls_so_far(), seconds=time.perf_counter() - t0,
-                                        # trial 1 as it stood before any reflection was written after it
-                                        trajectory=Trajectory(method="reflexion", trials=[dict(log[0])], stopped_at=1))
+                first = MethodResult(**result, calls=calls_so_far(), seconds=time.perf_counter() - t0,
+                                     # trial 1 as it stood before any reflection was written after it
+                                     trajectory=Trajectory(method=names.REFLEXION, trials=[dict(log[0])], stopped_at=1))
             if matched or trial == self.trials:
                 break
             reflections.append(self._reflect(question, episode))
             log[-1]["reflection"] = reflections[-1]
-        return dspy.Prediction(answer=answer, citations=citations, episode=episode, episodes=episodes,
-                               trajectory=Trajectory(method="reflexion", trials=log, stopped_at=len(episodes)),
-                               variants={"reflexion_first": first})
+        return MethodResult(**{**result, "episodes": episodes},
+                            trajectory=Trajectory(method=names.REFLEXION, trials=log, stopped_at=len(episodes)),
+                            variants={names.REFLEXION_FIRST: first})
 
     def _reflect(self, question: str, episode: Episode) -> str:
         config = grammar_config("reflect", reflect_schema)

@@ -10,6 +10,10 @@ from eir_dspy.environment import PoolEnvironment
 from eir_dspy.episode import Environment
 from eir_dspy.paragraphs import Paragraph
 
+POOL, CORPUS = "pool", "corpus"
+SETTINGS = (POOL, CORPUS)  # pool: each question's paragraphs; corpus: search an index
+FIXED_TURNS = {CORPUS: TURNS}  # a setting's own turn count per trial; the pool has none (the method's rule)
+
 
 def new_environment(paragraphs: tuple[Paragraph, ...], corpus: CorpusIndex | None, *,
                     futile_searches: str | None = None) -> Environment:
@@ -32,3 +36,10 @@ def new_environment(paragraphs: tuple[Paragraph, ...], corpus: CorpusIndex | Non
 def turn_limit(corpus: CorpusIndex | None, pool_limit: int | None) -> int | None:
     """Action turns per trial: the corpus setting's fixed 12, else the method's pool rule."""
     return TURNS if corpus is not None else pool_limit
+
+
+def most_turns(setting: str, budget: int, pool_limit: int | None) -> int:
+    """The most action turns one trial takes in `setting` (for the call bounds): `turn_limit`'s rule,
+    and where the method gives no pool limit (EIR) H reads plus one more decision (eir_dspy/episode.py)."""
+    limit = FIXED_TURNS.get(setting, pool_limit)
+    return limit if limit is not None else budget + 1

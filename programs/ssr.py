@@ -14,6 +14,7 @@ earlier thought or action: the proposal (its thought and action) is the only rea
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 
 import dspy
 
@@ -24,15 +25,48 @@ from eir_dspy.corpus_environment import normalize_id
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
 from eir_dspy.paragraphs import Paragraph
+from programs import names
 from programs.agent_view import environment_view
-from programs.direct import DirectPolicy, action_config, episode_answer, episode_trajectory, submit_problem, to_action
-from programs.setting import new_environment, turn_limit
+from programs.direct import DirectPolicy, action_config, episode_result, episode_trajectory, submit_problem, to_action
+from programs.options import Options, OptionsError, positive_int
+from programs.result import MethodResult
+from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
 from programs.trajectory import render_action
 from programs.trajectory_record import Trajectory
 from signatures import DecomposeProposal, DirectSearchTurn, DirectTurn, RefineSearchStep, RefineStep, VerifySearchStep, VerifyStep
 from signatures.schemas import decompose_schema, grammar_config, verify_schema
 from signatures.ssr import STEPS
+
+DEFAULT_VOTES = 3  # verifier judgments per step
+# The verifier's temperature where none is given: 0.7 in the pool (D.1), greedy in the corpus setting (H.2).
+VERIFIER_TEMPERATURE = {POOL: 0.7, CORPUS: 0.0}
+
+
+@dataclass(frozen=True)
+class SSROptions(Options):
+    verifier_temperature: float | None = None  # None: VERIFIER_TEMPERATURE of the setting (`resolved`)
+    votes: int = DEFAULT_VOTES
+
+    def __post_init__(self) -> None:
+        t = self.verifier_temperature
+        if t is not None and (not isinstance(t, (int, float)) or isinstance(t, bool)):
+            raise OptionsError(f"verifier_temperature must be a number, got {t!r}")
+        positive_int("votes", self.votes)
+
+    def resolved(self, setting: str) -> SSROptions:
+        if self.verifier_temperature is not None:
+            return self
+        return replace(self, verifier_temperature=VERIFIER_TEMPERATURE[setting])
+
+
+def max_calls(budget: int, setting: str, options: SSROptions) -> int:
+    """SSRPolicy.propose, per turn: the `action` proposal, one `decompose`, `votes` `verify` calls for
+    each of the len(STEPS) = 3 steps (verification always runs), and at most one `refine`
+    (programs/ssr_voting.step_to_refine picks at most one step); the agreed-correction fallback makes
+    no call. Turns as Direct's: H in the pool, 12 in the corpus."""
+    return most_turns(setting, budget, budget) * (1 + 1 + len(STEPS) * options.votes + 1)
+
 
 _ACTION = re.compile(r"^\s*(search|read|submit)\b\s*:?\s*(.*?)\s*$", re.IGNORECASE | re.DOTALL)
 
@@ -146,8 +180,10 @@ class SSRPolicy(DirectPolicy):
 class SSR(dspy.Module):
     acceptance = JSON_ONLY  # the paper is silent; SSR proposes as Direct does, so all its calls are JSON only
 
-    def __init__(self, budget: int = 6, verifier_temperature: float = 0.7, votes: int = 3) -> None:
+    def __init__(self, budget: int = 6, verifier_temperature: float = VERIFIER_TEMPERATURE[POOL],
+                 votes: int = DEFAULT_VOTES) -> None:
         super().__init__()
+        SSROptions(verifier_temperature, votes)  # checked
         self.budget = budget
         self.verifier_temperature = verifier_temperature
         self.votes = votes
@@ -174,10 +210,9 @@ class SSR(dspy.Module):
         return {"evidence": episode.evidence.render()}
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
-                corpus: CorpusIndex | None = None) -> dspy.Prediction:
+                corpus: CorpusIndex | None = None) -> MethodResult:
         policy = SSRPolicy(self, self.turn if corpus is None else self.search_turn)
         episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
                               max_turns=turn_limit(corpus, self.budget))
-        answer, citations = episode_answer(episode)
-        return dspy.Prediction(answer=answer, citations=citations, episode=episode,
-                               trajectory=Trajectory(method="ssr", **episode_trajectory(episode), ssr=policy.log))
+        return MethodResult(**episode_result(episode),
+                            trajectory=Trajectory(method=names.SSR, **episode_trajectory(episode), ssr=policy.log))

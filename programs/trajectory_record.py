@@ -1,7 +1,7 @@
 """What a program keeps of how it reached its answer: one Trajectory shape for every method.
 
-`method` names the program that made it (a key of programs.METHODS; the corpus setting runs the same
-programs). Each method fills only its own fields and leaves the others unset; a field a method does
+`method` names the program that made it (programs/names.py, a key of programs.registry.METHODS; the
+corpus setting runs the same programs). Each method fills only its own fields and leaves the others unset; a field a method does
 not fill is left out of the written record, so a record keeps exactly the keys its method wrote.
 Nested entries stay the plain dicts they are written as (their types are named per field)."""
 
@@ -11,7 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-Method = Literal["eir", "direct", "ssr", "reflexion", "full_pool"]
+from programs.names import DIRECT, EIR, FULL_POOL, REFLEXION, SSR
+
+Method = Literal[EIR, DIRECT, SSR, REFLEXION, FULL_POOL]
 
 
 class Trajectory(BaseModel):

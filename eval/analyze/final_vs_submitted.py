@@ -22,6 +22,7 @@ from eval.runs.logged_runs import LoggedRun, SelectionError
 from eval.scoring.formatting import fmt_p, markdown
 from eval.scoring.metrics import score_question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap
+from programs import names
 
 NAME = "final-vs-submitted"
 PAPER = "H.4"
@@ -67,7 +68,7 @@ def f1_outcomes(submitted: list[float], final: list[float]) -> tuple[list[float]
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report()
-    eir = [r for r in runs if r.label.startswith("eir")]
+    eir = [r for r in runs if r.label.startswith(names.EIR)]
     report.notes += corpus_note("H.4", eir)
     for run in runs:
         if run not in eir:

@@ -35,6 +35,7 @@ from eval.files.question_record import QuestionRecord, from_legacy
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.formatting import fmt_p, markdown, pct
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
+from programs import names
 
 NAME = "parse-failures"
 PAPER = "C.2"
@@ -84,7 +85,7 @@ def outputs(record: dict | QuestionRecord) -> tuple[int, int]:
 
 
 def is_eir(run: LoggedRun) -> bool:
-    return run.label.startswith("eir")
+    return run.label.startswith(names.EIR)
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:

@@ -31,6 +31,7 @@ from eval.runs.scheduler import run_all
 from eval.scoring.formatting import markdown, pct
 from eval.scoring.metrics import score_question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
+from programs import names
 from programs.answer import AnswerFromEvidence
 
 # A step's work on one question: (source record, its question) -> what to keep (answer, citations, ...).
@@ -40,7 +41,7 @@ Work = Callable[[QuestionRecord, Question], dict]
 def answering_runs(runs: list[LoggedRun], report: Report) -> list[LoggedRun]:
     """The runs whose answer came from EIR's final call over recorded evidence in a pool (any EIR
     variant); others are named in a note. Full Pool read everything, so it has nothing to recover."""
-    kept = [r for r in runs if r.label.startswith("eir") and r.setting == "pool"]
+    kept = [r for r in runs if r.label.startswith(names.EIR) and r.setting == "pool"]
     for r in runs:
         if r not in kept:
             report.notes.append(f"skipped {r.name} ({r.run_id}): the recovery experiments re-answer EIR's final "

@@ -26,13 +26,14 @@ from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun, SelectionError
 from eval.scoring.formatting import column_name, fmt_p, markdown, number
 from eval.scoring.stats import holm, mcnemar_exact, paired_bootstrap
+from programs import names
 
 NAME = "support"
 PAPER = "Tables 5, 8"
 SUMMARY = ("answer EM (McNemar) and Support F1 (bootstrap) of EIR − Direct (Table 5); Support F1 of EIR − SSR, "
            "oracle and first-trial Reflexion (Table 8, Holm); Support EM (McNemar) beside both")
 
-EIR, DIRECT, SSR, REFLEXION, FIRST = "eir", "direct", "ssr", "reflexion_oracle", "reflexion_first"
+EIR, DIRECT, SSR, REFLEXION, FIRST = names.EIR, names.DIRECT, names.SSR, names.REFLEXION_ORACLE, names.REFLEXION_FIRST
 # file, title, the baselines compared with EIR, whether p is Holm-adjusted (per baseline over its columns),
 # whether the table has the answer EM columns (Table 5's EM; Table 8 reports Support F1 only)
 TABLES = [("table5_support_eir_vs_direct.md", "Table 5: Exact Match and Support F1, EIR − Direct", (DIRECT,), False,

@@ -15,6 +15,7 @@ from eval.analyze.report import POOLED, Context, Report, corpus_note
 from eval.files.question_record import QuestionRecord, as_records
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.formatting import markdown
+from programs import names
 
 NAME = "totals"
 PAPER = "Table 19"
@@ -37,7 +38,7 @@ def sums(records: list[dict | QuestionRecord]) -> dict[str, float | None]:
 
 def is_rerun_of_another(run: LoggedRun) -> bool:
     """Reflexion's first trial: its calls are the first trial's of its oracle run, counted there."""
-    return run.label.split(" ", 1)[0].removesuffix("_corpus") == "reflexion_first"
+    return run.label.split(" ", 1)[0].removesuffix("_corpus") == names.REFLEXION_FIRST
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:

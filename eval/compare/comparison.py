@@ -24,6 +24,7 @@ from eval.runs import tracking
 from eval.runs.logged_runs import LoggedRun, SelectionError, select_runs
 from eval.scoring.health import RunWarning, warnings_for
 from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from programs import names
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class CompareOptions:
     filter: str = ""  # an MLflow filter on those runs
     runs: list[str] | None = None  # exactly these run ids instead
     methods: list[str] | None = None  # keep only these labels
-    reference: str = "eir"  # the method every other one is compared against
+    reference: str = names.EIR  # the method every other one is compared against
     families: list[Family] | None = None  # the Holm families to test; None: the reference's default ones
     alpha: float = 0.05
     intersection: bool = False  # pair runs on the questions they share

@@ -29,7 +29,8 @@ from eval.compile.splits import SplitError, load_splits
 from eval.data.loaders import DATASETS
 from eval.files.program_file import NAME, load_program, save_program
 from eval.runs import tracking
-from programs import METHODS
+from programs import names
+from programs.registry import METHODS
 
 SCORES = ("train+dev", "dev", "none")
 MODEL_FREE = ("none", "labeled")  # optimizers that make their demos without calling the model
@@ -37,7 +38,8 @@ MODEL_FREE = ("none", "labeled")  # optimizers that make their demos without cal
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m eval.compile", description=__doc__.splitlines()[0])
-    p.add_argument("--method", default="eir", choices=sorted(m for m in METHODS if not _needs_oracle(m)))
+    # Oracle-stopped Reflexion takes the gold answer's verdict at run time, which no optimizer passes.
+    p.add_argument("--method", default=names.EIR, choices=sorted(n for n, m in METHODS.items() if not m.needs_oracle))
     p.add_argument("--optimizer", required=True, choices=OPTIMIZERS,
                    help="labeled: dspy.LabeledFewShot; bootstrap: dspy.BootstrapFewShot; gepa: dspy.GEPA "
                         "(instructions); none: no optimizer (with --demos gold)")
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
     path = Path(args.out) / f"{name}.json"
     try:
         check_choice(args.optimizer, args.demos)
-        if args.demos != "bootstrap" and args.method != "eir":
+        if args.demos != "bootstrap" and args.method != names.EIR:
             raise ValueError("gold demos are EIR episodes (eval/compile/gold_demos.py): use them with --method eir")
         if not NAME.match(name):
             raise ValueError(f"--name {name!r}: use letters, digits, '.', '_' or '-'")
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> dict:
     options = _default_options(args.method)
 
     def fresh() -> dspy.Module:
-        return METHODS[args.method](budget=args.budget, **options)
+        return METHODS[args.method].build(args.budget, options)
 
     params = {"name": name, "method": args.method, "optimizer": args.optimizer, "demos": args.demos,
               "metric": args.metric, "dataset": args.dataset, "train_file": args.train, "dev_file": args.dev,
@@ -165,11 +167,6 @@ def _default_options(method: str) -> dict:
     from eval.runs.config import options_for
 
     return options_for(method)
-
-
-def _needs_oracle(method: str) -> bool:
-    # Oracle-stopped Reflexion takes the gold answer's verdict at run time, which no optimizer passes.
-    return getattr(METHODS[method], "needs_oracle", False)
 
 
 def _positive(text: str) -> int:

@@ -56,9 +56,10 @@ def gold_demos(examples: Iterable[Any], budget: int = 6) -> GoldDemos:
 
     `examples`: eval.data.schema.Question objects, or anything with their attributes (question, answer,
     paragraphs, supporting_facts), e.g. a dspy.Example holding them. Makes no model call."""
-    from programs import METHODS  # eval -> programs: the program whose prompts the demos must match
+    from programs import names  # eval -> programs: the program whose prompts the demos must match
+    from programs.registry import METHODS
 
-    program = METHODS["eir"](budget=budget)
+    program = METHODS[names.EIR].build(budget)
     names = {id(p): name for name, p in program.named_predictors()}
     demos = GoldDemos()
     for example in examples:

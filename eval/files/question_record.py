@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from programs import names
 from programs.trajectory_record import Trajectory
 
 SCORES = {"answer_f1", "em", "support_f1", "sp_em", "joint_em", "joint_f1"}  # eval.scoring.metrics.score_question's
@@ -119,15 +120,15 @@ def with_methods(row: dict) -> dict:
 def legacy_method(trajectory: dict) -> str | None:
     """The method that wrote a trajectory before trajectories named it, from its method-only keys."""
     if "trials" in trajectory or "see" in trajectory:
-        return "reflexion"
+        return names.REFLEXION
     if "ssr" in trajectory:
-        return "ssr"
+        return names.SSR
     if {"list_updates", "requirements", "conclusions"} & trajectory.keys():
-        return "eir"
+        return names.EIR
     if "final_parsed" in trajectory:  # a final answering call: EIR after its turns, Full Pool alone
-        return "eir" if "turns" in trajectory else "full_pool"
+        return names.EIR if "turns" in trajectory else names.FULL_POOL
     if "turns" in trajectory:
-        return "direct"
+        return names.DIRECT
     return None  # no method's keys: validation reports the missing method
 
 

@@ -7,7 +7,7 @@ whose newest run is KILLED, FAILED or RUNNING (a killed process leaves RUNNING) 
 `--resume RUN_ID` would (so never run one grid in two processes at once), any other cell starts. When
 every cell has run, `eval.compare` prints and writes the tables and plots for the experiment.
 `--dry-run` lists the cells, their status and an upper bound on their LM calls
-(programs/call_rules.py) and runs nothing; for a paper grid it ends with the data errors a run
+(each method's call bound, programs/registry.py) and runs nothing; for a paper grid it ends with the data errors a run
 would stop on (eval/grid/paper.py).
 
 Progress: one line before and one after each cell with cells and questions done and an estimate
@@ -334,8 +334,8 @@ def dry_run(grid: Grid, data: DataCheck | None = None) -> dict:
     _say(f"grid {grid.name} ({grid.path}): {len(grid.cells)} cells in MLflow experiment {grid.experiment!r}, "
          f"n={grid.n}, seed {grid.seed}" + (" (a paper grid: eval/grid/paper.py)" if grid.paper else ""))
     _say(aligned(["#", "variant", "dataset", "lm", "H", "n", "status", "calls/question ≤", "calls ≤"], rows))
-    _say(f"\nLM calls at most (an upper bound per question from programs/call_rules.py × n): {total_calls:,} in all; "
-         f"{todo_calls:,} for what is not finished yet")
+    _say(f"\nLM calls at most (an upper bound per question from the method's entry, programs/registry.py, × n): "
+         f"{total_calls:,} in all; {todo_calls:,} for what is not finished yet")
     for problem in check_data(grid):
         _say(f"note: {problem}")
     for note in data.notes:

@@ -62,7 +62,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import inspect
 import io
 import json
 import os
@@ -78,8 +77,8 @@ from eval.data.loaders import DATASETS, HOLDOUT_FILES
 from eval.grid.paper import corpus_problem
 from eval.runs.config import RunConfig, compiled_program, options_for
 from eval.runs.flags import flag_defaults, parse_args
-from programs import CORPUS_METHODS, METHODS
-from programs.call_rules import max_calls
+from programs import names
+from programs.registry import CORPUS_METHODS, METHODS
 
 GRID_KEYS = ("experiment", "paper", "reference", "n", "seed", "datasets", "lms", "budgets", "data", "run", "methods",
              "families")
@@ -116,7 +115,7 @@ class Cell:
     key: str
     variants: tuple[str, ...]  # the variant names its MLflow runs get (Reflexion: two)
     certain: bool  # False when a variant depends on a default decoding we could not determine offline
-    calls_per_question: int  # upper bound (programs/call_rules.py)
+    calls_per_question: int  # upper bound (programs.registry.Method.max_calls)
 
     @property
     def title(self) -> str:
@@ -182,7 +181,7 @@ def load_grid(path: str | os.PathLike) -> Grid:
 
     raw = _read(path, fail)
     experiment = _string(raw["experiment"], "experiment", fail)
-    reference = _string(raw.get("reference", "eir"), "reference", fail)
+    reference = _string(raw.get("reference", names.EIR), "reference", fail)
     n = _positive_int(raw["n"], "n", fail)
     seed = raw.get("seed", 0)
     if not isinstance(seed, int) or isinstance(seed, bool):
@@ -356,7 +355,7 @@ def _cell(grid: Grid, number: int, entry_index: int, method: str, flags: dict, d
     return Cell(number=number, entry=entry_index, method=method, dataset=dataset, lm=lm, budget=budget, n=grid.n,
                 flags=dict(flags), data=grid.data.get(dataset), argv=tuple(argv), config=config,
                 key=_key(grid, method, flags, args, config.options), variants=variants, certain=certain,
-                calls_per_question=max_calls(method, budget, setting=config.setting, **config.options))
+                calls_per_question=METHODS[method].max_calls(budget, config.setting, **config.options))
 
 
 def _key(grid: Grid, method: str, flags: dict, args: argparse.Namespace, options) -> str:
@@ -386,10 +385,8 @@ def _variants(config: RunConfig) -> tuple[tuple[str, ...], bool]:
     default = _default_decoding(config.lm.model, config.lm.path) if decoding is not None else None
     certain = decoding is None or default is not None
     config = replace(config, default_decoding=default)
-    labels = [getattr(METHODS[config.method], "label", config.method)]
-    if config.method == "reflexion":
-        labels.append("reflexion_first")  # one reflexion run logs its first trial as a second run
-    return tuple(config.with_label(label).variant for label in labels), certain
+    # One run logs each of its method's labels (Reflexion: the oracle-stopped result and trial 1).
+    return tuple(config.with_label(label).variant for label in METHODS[config.method].labels), certain
 
 
 @functools.cache
@@ -516,7 +513,7 @@ def _parse(argv: list[str], label: str, fail) -> argparse.Namespace:
 
 
 def _accepted_options(method: str) -> list[str]:
-    accepted = inspect.signature(METHODS[method].__init__).parameters
+    accepted = METHODS[method].options.names()
     return [o for o in METHOD_OPTIONS if o in accepted]
 
 

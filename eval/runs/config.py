@@ -18,7 +18,6 @@ Every run logged by an earlier version still loads: the compatibility rules for 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import shlex
 from collections.abc import Mapping
@@ -33,11 +32,11 @@ from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eir_dspy.lm.spec import ENGINE
 from eir_dspy.state import REJECT, paper_invalid_updates
 from eval.files.program_file import ProgramFileError, check_fits, program_config, read_meta
+from programs import names
+from programs.options import OptionsError
+from programs.registry import DEFAULT_TRIALS, DEFAULT_VOTES, METHODS
 
-SETTINGS = ("pool", "corpus")
 DEFAULT_BUDGET = 6  # the paper's H: a variant names its H only when it differs
-DEFAULT_VOTES = 3  # ssr: verifier judgments per step
-DEFAULT_TRIALS = 5  # reflexion: most trials per question
 DEFAULT_MAX_TOKENS = 2048
 _OPTION_NAMES = {"verifier_temperature": "T"}  # short names in variants; others keep their own
 
@@ -161,22 +160,23 @@ def positive_float(text: str) -> float:
 def options_for(method: str, setting: str = "pool", *, verifier_temperature: float | None = None,
                 votes: int = DEFAULT_VOTES, trials: int = DEFAULT_TRIALS, ablation: str | None = None,
                 invalid_updates: str | None = None) -> dict:
-    """The method-specific settings the method's program takes (and only those get logged); exits
-    on an ablation or list-update rule given to a method without them. Setting-dependent defaults
-    are resolved here, so the log holds the rule that ran: the verifier temperature (D.1 / H.2) and
-    what invalid list updates do (discard in the pool, reject in the corpus setting)."""
-    from programs import METHODS  # here: reading logged runs back (eval.runs.tracking) needs no programs
-
-    accepted = inspect.signature(METHODS[method].__init__).parameters
-    if verifier_temperature is None:
-        verifier_temperature = 0.0 if setting == "corpus" else 0.7
-    if ablation is not None and "ablation" not in accepted:
+    """The method's options (its registry entry's Options) from eval.run's option flags, as the run
+    logs them; a flag of another method's option is ignored, but exits when it is an ablation or
+    list-update rule. Setting-dependent defaults are resolved here, so the log holds the rule that
+    ran: the verifier temperature (D.1 / H.2) and what invalid list updates do (discard in the
+    pool, reject in the corpus setting)."""
+    takes = METHODS[method].options.names()
+    if ablation is not None and "ablation" not in takes:
         raise SystemExit(f"error: --ablation is an EIR ablation; --method {method} has none")
-    if invalid_updates is not None and "invalid_updates" not in accepted:
+    if invalid_updates is not None and "invalid_updates" not in takes:
         raise SystemExit(f"error: --invalid-updates is EIR's list-update rule; --method {method} has no lists")
-    given = {"verifier_temperature": verifier_temperature, "votes": votes, "trials": trials,
-             "ablation": ablation or "none", "invalid_updates": invalid_updates or paper_invalid_updates(setting)}
-    return {k: v for k, v in given.items() if k in accepted}
+    given = {"verifier_temperature": verifier_temperature, "votes": votes, "trials": trials, "ablation": ablation,
+             "invalid_updates": invalid_updates}
+    try:
+        options = METHODS[method].make_options({k: v for k, v in given.items() if k in takes and v is not None}, setting)
+    except OptionsError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    return options.as_dict()
 
 
 def method_options(args: argparse.Namespace) -> dict:
@@ -212,7 +212,7 @@ def compiled_program(path: str, method: str, options: Mapping) -> ProgramFile:
 @dataclass(frozen=True)
 class RunConfig:
     """One eval.run run's condition. Fields marked (resolved) are set by eval.run's `run()` as it starts."""
-    method: str = "eir"
+    method: str = names.EIR
     dataset: str = "hotpotqa"
     setting: str = "pool"  # pool: each question's paragraphs; corpus: search an index
     budget: int = DEFAULT_BUDGET  # H
@@ -378,9 +378,9 @@ class RunConfig:
         lm = replace(lm, decoding=("strict" if lm.is_local else None) if legacy_decoding else c["decoding"])
         program = c.get("program")
         options = dict(c.get("options") or {})
-        if c.get("method", "eir") == "eir":
+        if c.get("method", names.EIR) == names.EIR:
             options.setdefault("invalid_updates", REJECT)
-        return cls(method=c.get("method", "eir"), dataset=c.get("dataset", "hotpotqa"),
+        return cls(method=c.get("method", names.EIR), dataset=c.get("dataset", "hotpotqa"),
                    setting=c.get("setting") or "pool", budget=int(c.get("budget", DEFAULT_BUDGET)),
                    options=options, lm=lm, data_file=c.get("data_file"), n=int(c.get("n", 5)),
                    seed=c.get("seed", 0), threads=c.get("threads"), index=c.get("index"),

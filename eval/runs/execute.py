@@ -1,4 +1,7 @@
-"""Run one method on one question and turn the outcome into a scored, costed record (eval.runs.record)."""
+"""Run one method on one question and turn the outcome into a scored, costed record (eval.files.question_record).
+
+What a method returned is read from its MethodResult (programs/result.py) and what it needs from its
+registry entry (programs/registry.py), nothing else."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from eir_dspy.lm.embedded_server import EngineError
 from eval.data.schema import Question
 from eval.files.question_record import QuestionRecord
 from eval.scoring.metrics import exact_match, max_over_answers, score_question
+from programs.registry import method_of
+from programs.result import MethodResult
 
 
 def oracle_for(q: Question):
@@ -30,25 +35,25 @@ def run_question(program: dspy.Module, lm: dspy.LM, q: Question, corpus: CorpusI
     # question's calls even when questions run in parallel threads.
     qlm = lm.copy()
     ledger = Ledger()
-    kwargs = {"oracle": oracle_for(q)} if getattr(program, "needs_oracle", False) else {}
-    # The corpus setting hides the question's pool: the program sees only the index.
-    kwargs.update({"corpus": corpus} if corpus is not None else {"paragraphs": q.paragraphs})
+    method = method_of(program)
     t0 = time.perf_counter()
-    error, trace, pred, engine_failed = None, None, None, False
+    error, trace, result, engine_failed = None, None, None, False
     try:
+        # The corpus setting hides the question's pool: the program sees only the index.
+        inputs = method.inputs(paragraphs=q.paragraphs, corpus=corpus, oracle=oracle_for(q))
         with dspy.context(lm=qlm), recording(ledger):
-            pred = program(question=q.question, **kwargs)
+            result = method.result(program(question=q.question, **inputs))
     except Exception as exc:  # a failed question scores 0 and the run goes on, unless the engine is gone
         engine = engine_failure(exc)
         engine_failed, cause = engine is not None, engine or exc
         error = f"{type(cause).__name__}: {cause}"
         trace = traceback.format_exc(limit=4)
     seconds = time.perf_counter() - t0
-    record = build_record(q, pred, ledger.calls, seconds, error, trace)
+    record = build_record(q, result, ledger.calls, seconds, error, trace)
     record.engine_failed = engine_failed
-    # A program may report further results from the same work (Reflexion's first trial),
+    # A method may report further results from the same work (Reflexion's first trial),
     # each with the calls it had made by then.
-    variants = getattr(pred, "variants", None) or {}
+    variants = result.variants if result is not None else {}
     record.variants = {name: build_record(q, v, ledger.calls[: v.calls], v.seconds, None, None)
                        for name, v in variants.items()}
     return record.row()
@@ -65,18 +70,19 @@ def engine_failure(exc: BaseException) -> EngineError | None:
     return None
 
 
-def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, error: str | None,
-                 trace: str | None) -> QuestionRecord:
-    answer = pred.answer if pred is not None else ""
-    citations = list(pred.citations) if pred is not None else []
+def build_record(q: Question, result: MethodResult | None, calls: list[CallRecord], seconds: float,
+                 error: str | None, trace: str | None) -> QuestionRecord:
+    """The record of `result` (None: the question failed with `error`)."""
+    answer = result.answer if result is not None else ""
+    citations = list(result.citations) if result is not None else []
     scores = score_question(q, answer, citations)
-    episode = getattr(pred, "episode", None)  # the episode whose evidence the answer came from
-    episodes = getattr(pred, "episodes", None) or ([episode] if episode is not None else [])
-    read = list(getattr(pred, "evidence_titles", None) or (episode.evidence.titles if episode is not None else []))
-    # The sentences the answering call was shown (EIR's final call: the evidence read; Full Pool: the
+    episodes = result.episodes if result is not None else []
+    episode = result.episode if result is not None else None  # the episode the answer came from
+    # The sentences the answer was given from (EIR's final call: the evidence read; Full Pool: the
     # pool). A citation outside them is kept for Support F1, as the official scorers keep any
     # predicted fact, and counted here.
-    shown = getattr(pred, "answer_evidence", None) or (episode.evidence if episode is not None else None)
+    shown = result.evidence if result is not None else None
+    read = list(shown.titles) if shown is not None else []
     outside = [c for c in citations if shown is None or not shown.has(*c)]
     gold = q.gold_titles
     spent = Ledger(list(calls))
@@ -118,6 +124,6 @@ def build_record(q: Question, pred, calls: list[CallRecord], seconds: float, err
         "error": error,
         "error_type": error.split(":", 1)[0] if error else None,
         "error_trace": trace if error else None,
-        "trajectory": getattr(pred, "trajectory", None),
+        "trajectory": result.trajectory if result is not None else None,
         "lm_calls": spent.to_list(),
     })

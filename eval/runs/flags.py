@@ -9,9 +9,11 @@ from eir_dspy.corpus_environment import DEFAULT_FUTILE_SEARCHES, FUTILE_SEARCHES
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
 from eir_dspy.state import INVALID_UPDATE_RULES
 from eval.data.loaders import DATASETS
-from eval.runs.config import DEFAULT_BUDGET, DEFAULT_TRIALS, DEFAULT_VOTES, SETTINGS, add_lm_flags, positive_int
-from programs import METHODS
+from eval.runs.config import DEFAULT_BUDGET, add_lm_flags, positive_int
+from programs import names
 from programs.eir_policy import ABLATIONS
+from programs.registry import DEFAULT_TRIALS, DEFAULT_VOTES, METHODS
+from programs.setting import SETTINGS
 
 DESCRIPTION = "`python -m eval.run`: run one method on one dataset with one LM, score it, log it to MLflow."
 DEFAULT_EXPERIMENT = "eir-dspy"
@@ -22,7 +24,7 @@ RESUME_ONLY = ("skip_bad_lines",)  # how one resume reads its results file: not 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m eval.run", description=DESCRIPTION)
-    p.add_argument("--method", default="eir", choices=sorted(METHODS))
+    p.add_argument("--method", default=names.EIR, choices=sorted(METHODS))
     p.add_argument("--setting", default="pool", choices=SETTINGS,
                    help="pool: each question's given paragraphs; corpus: search a BM25 index (HotpotQA only)")
     p.add_argument("--index", default=None, help="corpus: an index directory from `python -m eval.index build` "

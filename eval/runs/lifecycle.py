@@ -36,7 +36,7 @@ from eval.runs.flags import DEFAULT_EXPERIMENT, DEFAULT_OUT, SKIP_BAD_LINES
 from eval.runs.scheduler import run_all
 from eval.scoring import health
 from eval.scoring.run_metrics import format_table, summarize
-from programs import CORPUS_METHODS, METHODS
+from programs.registry import CORPUS_METHODS, METHODS
 
 
 def run(config: RunConfig | None, *, experiment: str = DEFAULT_EXPERIMENT, out: str = DEFAULT_OUT,
@@ -96,10 +96,11 @@ def _run(config: RunConfig | None, held: ExitStack, uri: str, *, experiment: str
     config = replace(config.with_lm(lm), n=len(questions))
     dspy.configure(lm=lm, adapter=DecodingAdapter(config.lm.decoding))
     traces.use_autolog(trace)  # off for a run that did not ask, whatever an earlier run in this process did
-    program = METHODS[config.method](budget=config.budget, **config.options)
+    method = METHODS[config.method]
+    program = method.build(config.budget, config.options)
     if config.program:
         load_compiled(program, config)
-    config = config.with_label(getattr(program, "label", config.method))
+    config = config.with_label(method.main_label)
 
     run_id = tracking.start_run(config, resume_id, out, tags)  # eval.grid finds its cells by these tags
     if not resume_id:

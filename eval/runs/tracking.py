@@ -133,9 +133,9 @@ def store_lock(uri: str):
 
 def acceptance(method: str) -> str | None:
     """The method's parse rule (eir_dspy/acceptance.py): which outputs it accepts is a condition of the run."""
-    from programs import METHODS
+    from programs.registry import METHODS
 
-    return getattr(METHODS.get(method), "acceptance", None)
+    return METHODS[method].acceptance if method in METHODS else None
 
 
 def log_config(config: RunConfig) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from eval.files.question_record import QuestionRecord, as_records
 from eval.scoring.run_metrics import episodes, rejections
+from programs import names
 
 # The thresholds. Each marks the point past which a score mostly measures the failure, not the method.
 # More than half the turns rejected: most of the budget bought nothing, and what the agent read and
@@ -39,9 +40,9 @@ MOST_ANSWERS_CUT = 0.5
 
 # Methods scored on the answer their episode submits (Section 4.2, Appendix H.2); EIR and Full Pool
 # answer in a final call that always runs, so an episode without a submit is normal for them.
-SUBMITTING_METHODS = frozenset({"direct", "ssr", "reflexion"})
+SUBMITTING_METHODS = frozenset({names.DIRECT, names.SSR, names.REFLEXION})
 # Full Pool reads the whole pool by construction: it has no reads to count.
-NON_READING_METHODS = frozenset({"full_pool"})
+NON_READING_METHODS = frozenset({names.FULL_POOL})
 # The calls that write a question's answer, by role (eir_dspy.accounting): EIR's and Full Pool's
 # final call, else the last turn's action (SSR: or its refinement).
 FINAL_ROLE = "final"
@@ -64,7 +65,7 @@ class RunWarning:
 def warnings_for(label: str, records: Iterable[dict | QuestionRecord], *, method: str | None = None,
                  max_tokens: int | None = None) -> list[RunWarning]:
     """The warnings of a run's records, each text starting with `label`. `method` (a key of
-    programs.METHODS) says which warnings apply; by default the method the records' trajectories
+    programs.registry.METHODS) says which warnings apply; by default the method the records' trajectories
     name. `max_tokens`: the run's completion limit; without it, answers cut at the limit are not
     looked for."""
     records = as_records(records)
@@ -73,7 +74,7 @@ def warnings_for(label: str, records: Iterable[dict | QuestionRecord], *, method
     method = method or method_of(records)
     found = [rejected_turns(records), no_reads(records) if method not in NON_READING_METHODS else None,
              unsubmitted(records) if method in SUBMITTING_METHODS else None,
-             discarded_updates(records) if method == "eir" else None,
+             discarded_updates(records) if method == names.EIR else None,
              empty_answers(records, method, max_tokens), cut_answers(records, max_tokens)]
     return [RunWarning(code, count, total, f"{label}: {text}", *cause) for code, count, total, text, cause
             in filter(None, found)]

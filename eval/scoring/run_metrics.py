@@ -10,6 +10,7 @@ from eval.files.question_record import QuestionRecord, as_records
 from eval.files.results_file import wall_time
 from eval.scoring.formatting import piped
 from eval.scoring.metrics import aggregate, aggregate_defined
+from programs import names
 from programs.trajectory_record import Trajectory
 
 
@@ -129,7 +130,7 @@ def episodes(records: list[QuestionRecord]) -> list[tuple[list[dict[str, Any]], 
 def eir_lists(records: list[QuestionRecord]) -> list[Trajectory]:
     """The trajectories of EIR records that kept their list-update counts (older EIR records did not)."""
     return [r.trajectory for r in records
-            if r.trajectory is not None and r.trajectory.method == "eir" and r.trajectory.list_updates is not None]
+            if r.trajectory is not None and r.trajectory.method == names.EIR and r.trajectory.list_updates is not None]
 
 
 def citations_outside_evidence(records: list[QuestionRecord]) -> dict[str, float]:

@@ -25,7 +25,8 @@ from eir_dspy.lm import DecodingAdapter
 from eval.analyze import parse_failures, rejections
 from eval.data.schema import Question
 from eval.runs.execute import run_question
-from programs import EIR, METHODS, SSR, Direct, FullPool, Reflexion
+from programs import EIR, SSR, Direct, FullPool, Reflexion
+from programs.registry import METHODS
 from tests.programs.test_eir import POOL, Q
 from tests.scripted import act, final, run_program, scripted_lm, turn
 
@@ -88,10 +89,10 @@ def test_the_default_fence_reading_is_text_and_the_reading_is_checked():
 
 
 def test_every_method_declares_the_papers_rule_or_the_named_choice():
-    assert {name: cls.acceptance for name, cls in METHODS.items()} == {
+    assert {name: m.acceptance for name, m in METHODS.items()} == {
         "eir": EXTRACT, "direct": JSON_ONLY, "reflexion": JSON_ONLY,  # the paper
         "ssr": JSON_ONLY, "full_pool": EXTRACT}  # the paper is silent: chosen
-    assert {cls.acceptance for cls in METHODS.values()} <= set(ACCEPTANCES)
+    assert {m.program.acceptance for m in METHODS.values()} <= set(ACCEPTANCES)
 
 
 def test_a_prose_wrapped_direct_output_is_a_rejected_turn_with_its_cause_not_a_failed_question():

@@ -17,8 +17,8 @@ from eval.compile.metric import example_of
 from eval.compile.optimizers import Settings, compile_program
 from eval.data.schema import Question
 from eval.runs.execute import run_question
-from programs import METHODS
 from programs.eir import EIR
+from programs.registry import METHODS
 from tests.programs.test_fuzz_outputs import POOL_Q, Fuzzer
 from tests.scripted import final, scripted_lm, turn
 
@@ -128,7 +128,7 @@ def test_every_method_counts_a_set_lm_program_as_it_counts_a_configured_one(meth
     options = {"ssr": {"votes": 2, "verifier_temperature": 0.7}, "reflexion": {"trials": 2}}.get(method, {})
     runs = {}
     for own in (False, True):
-        program = METHODS[method](budget=2, **options)
+        program = METHODS[method].build(2, options)
         served_by = scripted_lm(Fuzzer(7), model="local/own")
         configured = scripted_lm([], model="local/configured") if own else served_by
         if own:

@@ -17,6 +17,6 @@ def test_one_call_sees_every_paragraph_in_the_final_answer_format():
     assert "## Act of Congress\n[0] Act of Congress is a group." in evidence
     assert "[1] Their first show was in Tulsa." in evidence
     assert ledger.by_role() == {"final": 1}
-    assert pred.answer == "Tulsa" and pred.evidence_titles == [p.title for p in POOL]
+    assert pred.answer == "Tulsa" and list(pred.evidence.titles) == [p.title for p in POOL] and pred.episodes == []
     title = lm.engine.formats[0]["schema"]["properties"]["citations"]["items"]["properties"]["title"]
     assert title == {"enum": [p.title for p in POOL]}

@@ -30,7 +30,7 @@ from eir_dspy.paragraphs import Paragraph
 from eval.data.schema import Question
 from eval.files.results_file import ResultsFile
 from eval.runs.execute import run_question
-from programs import CORPUS_METHODS, METHODS
+from programs.registry import CORPUS_METHODS, METHODS
 from signatures.search_turns import PLAN_FIELDS
 from tests.scripted import field, scripted_lm
 
@@ -443,7 +443,7 @@ def run_plan(fuzzer: Fuzzer, plan, results: ResultsFile, corpus=None) -> tuple[l
     q = CORPUS_Q if corpus is not None else POOL_Q
     with dspy.context(adapter=dspy.JSONAdapter()):  # as eval.run configures it
         for method, options, n, profile in plan:
-            program = METHODS[method](budget=2, **options)
+            program = METHODS[method].build(2, options)
             fuzzer.profile = profile
             for i in range(n):
                 lm = scripted_lm(fuzzer)  # a fresh engine per question: its prompts die with it
@@ -502,7 +502,7 @@ SUBMIT = '{"thought": "t", "action": {"kind": "submit", "title": "", "answer": "
 def test_a_lone_surrogate_in_an_output_does_not_fail_the_next_call():
     lm = scripted_lm([SURROGATE_THOUGHT, SUBMIT])
     with dspy.context(adapter=dspy.JSONAdapter()):
-        record = run_question(METHODS["direct"](budget=2), lm, POOL_Q)
+        record = run_question(METHODS["direct"].build(2), lm, POOL_Q)
     assert record["error"] is None, record["error"]
     assert record["calls"] == len(lm.engine.prompts) == 2
 
@@ -510,6 +510,6 @@ def test_a_lone_surrogate_in_an_output_does_not_fail_the_next_call():
 def test_a_lone_surrogate_in_an_answer_does_not_break_the_results_file(tmp_path):
     lm = scripted_lm(['{"answer": "Tulsa \\ud800", "citations": []}'])
     with dspy.context(adapter=dspy.JSONAdapter()):
-        record = run_question(METHODS["full_pool"](), lm, POOL_Q)
+        record = run_question(METHODS["full_pool"].build(2), lm, POOL_Q)
     assert record["error"] is None
     ResultsFile(tmp_path / "results.jsonl").append(record)

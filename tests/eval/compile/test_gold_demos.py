@@ -17,8 +17,8 @@ from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import AgentLists, Citation, ConclusionUpdate, RequirementUpdate
 from eval.compile.gold_demos import DIVERGED, SENTENCE_MISSING, TITLE_NOT_IN_POOL, TOO_MANY_READS, GoldAdapter, gold_demos
 from eval.data.loaders import load_file
-from programs import METHODS
 from programs.eir import EIR
+from programs.registry import METHODS
 from signatures import EIRTurn, FinalAnswer
 from signatures.eir_turn import EIRAction
 from tests.scripted import field, run_program
@@ -33,7 +33,7 @@ def outputs(demo, signature):
 
 def test_two_hop_question_gives_two_reads_one_submit_and_one_final_keyed_by_eirs_predictor_names():
     demos = gold_demos([BRIDGE])
-    names = dict(METHODS["eir"]().named_predictors())
+    names = dict(METHODS["eir"].build(6).named_predictors())
     assert set(demos) == {"turn", "answer.predict"} and set(demos) <= set(names)
     assert names["turn"].signature is EIRTurn and names["answer.predict"].signature is FinalAnswer
     turns = demos["turn"]

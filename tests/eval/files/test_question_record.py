@@ -15,7 +15,7 @@ from eval.files.results_file import ResultsFile
 from eval.runs.execute import run_question
 from eval.runs.logged_runs import SelectionError, checked
 from eval.scoring.run_metrics import summarize
-from programs import METHODS, Reflexion
+from programs.registry import METHODS
 from programs.trajectory_record import Method, Trajectory
 from tests.eir_dspy.test_acceptance import POOL_Q
 from tests.scripted import scripted_lm
@@ -26,7 +26,7 @@ UNREADABLE = "I am not sure."  # no method can read it: every turn is rejected, 
 def record_of(method: str) -> dict:
     """The record of `method` on one question whose every LM output is unreadable: a real trajectory
     of each method's shape (rejected turns, a forced end, an unparsed final call, failed trials)."""
-    program = Reflexion(budget=1, trials=2) if method == "reflexion" else METHODS[method](budget=1)
+    program = METHODS[method].build(1, {"trials": 2} if method == "reflexion" else {})
     with dspy.context(adapter=DecodingAdapter("free")):
         record = run_question(program, scripted_lm(lambda prompt: UNREADABLE), POOL_Q)
     assert record["error"] is None, record["error_trace"]

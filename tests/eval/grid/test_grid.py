@@ -1,6 +1,6 @@
 """eval.grid on a scripted LM: a grid runs end to end, a second run skips everything, a killed cell
 is resumed (same MLflow run), bad files fail before anything runs, an LM's own flags reach its
-cells, --dry-run counts calls, the shipped grids validate, and programs/call_rules.py's bounds hold
+cells, --dry-run counts calls, the shipped grids validate, and the methods' call bounds (programs.registry) hold
 against the programs."""
 
 import json
@@ -18,7 +18,7 @@ from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.runs import tracking
 from eval.runs.flags import parse_args
 from programs import EIR, SSR, Direct
-from programs.call_rules import max_calls
+from programs.registry import method_named
 from tests.fake_openai import eir_reply
 from tests.programs.test_eir import POOL, Q
 from tests.scripted import act, run_program, turn, use_lm
@@ -381,6 +381,10 @@ def test_the_shipped_grids_hold_the_papers_conditions(full_index):
     smoke = grid_module.load_grid(ROOT / "grids" / "smoke.toml")
     assert smoke.lms == ["smollm2-135m"] and smoke.n == 1 and smoke.run == {"max_tokens": 256}
     assert {c.method for c in smoke.cells} == {"eir", "direct", "full_pool", "ssr", "reflexion"}
+
+
+def max_calls(name: str, budget: int, **options) -> int:
+    return method_named(name).max_calls(budget, **options)
 
 
 def test_call_rules_by_hand():

@@ -11,7 +11,7 @@ import pytest
 
 import eval.run as run_module
 from eval.runs import provenance
-from programs import METHODS
+from programs.registry import METHODS
 from tests.eval.runs.test_runner import (
     ARGS,
     QUESTIONS,
@@ -47,7 +47,7 @@ def test_a_run_logs_its_program_state_its_question_set_and_system_metrics(workdi
     use_lm(monkeypatch, slow(reply))
     out = run_module.main(ARGS)
     run = mlflow.get_run(out["run_id"])
-    assert json.loads(artifact(out["run_id"], provenance.PROGRAM_STATE)) == METHODS["eir"](budget=6).dump_state()
+    assert json.loads(artifact(out["run_id"], provenance.PROGRAM_STATE)) == METHODS["eir"].build(6).dump_state()
 
     (given,) = run.inputs.dataset_inputs
     assert {t.key: t.value for t in given.tags}["mlflow.data.context"] == "eval"
@@ -67,7 +67,7 @@ def test_the_program_state_is_the_methods_own_and_a_resume_logs_no_second_datase
     use_lm(monkeypatch, direct_reply)
     out = run_module.main(ARGS + ["--method", "direct", "--limit", "2"])
     state = json.loads(artifact(out["run_id"], provenance.PROGRAM_STATE))
-    assert state == METHODS["direct"](budget=6).dump_state() != METHODS["eir"](budget=6).dump_state()
+    assert state == METHODS["direct"].build(6).dump_state() != METHODS["eir"].build(6).dump_state()
     run_module.main(["--resume", out["run_id"], "--experiment", "test"])  # nothing left to run
     run = mlflow.get_run(out["run_id"])
     assert len(run.inputs.dataset_inputs) == 1
@@ -89,12 +89,12 @@ def test_a_killed_run_stops_its_system_metrics_thread(workdir, monkeypatch, fast
 def test_a_compiled_programs_instructions_are_in_its_runs_program_state(workdir, monkeypatch):
     from eval.files.program_file import save_program
 
-    compiled = METHODS["eir"](budget=6)
+    compiled = METHODS["eir"].build(6)
     answer = compiled.answer.predict
     answer.signature = answer.signature.with_instructions("Answer in the fewest words the evidence allows.")
     save_program(compiled, workdir / "terse.json", {"name": "terse", "method": "eir", "options": {"ablation": "none"}})
     use_lm(monkeypatch, reply)
     out = run_module.main(ARGS + ["--program", "terse.json"])
     state = json.loads(artifact(out["run_id"], provenance.PROGRAM_STATE))
-    assert state == compiled.dump_state() != METHODS["eir"](budget=6).dump_state()
+    assert state == compiled.dump_state() != METHODS["eir"].build(6).dump_state()
     assert state["answer.predict"]["signature"]["instructions"] == "Answer in the fewest words the evidence allows."

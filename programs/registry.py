@@ -1,0 +1,149 @@
+"""The methods: one entry each, and all the harness (eval/) knows of a method.
+
+An entry names the method's program (a dspy.Module), its options (a dataclass, programs/options.py),
+the settings it runs in, its acceptance rule, the labels its results are logged under, whether it
+needs the oracle, and its call bound. `Method.run` runs it on one question and returns the typed
+MethodResult (programs/result.py) the harness reads (eval.runs.execute calls the program itself, with
+`inputs` and `result`, so a failed question's traceback starts at the program).
+
+Adding a method is one program file plus one entry below:
+- the program file holds the dspy.Module, whose `forward(question, paragraphs=(), corpus=None)`
+  (plus `oracle=` when it needs one) returns a MethodResult and whose class attribute `acceptance`
+  is its parse rule (eir_dspy/acceptance.py reads it while the method calls the LM); its options
+  dataclass (a subclass of programs.options.Options, checked as it is made; the program takes its
+  fields as keyword arguments, and `budget` unless `budgeted=False`); and `max_calls(budget,
+  setting, options)`, its call bound read off its code;
+- the entry, added to METHODS.
+eval.run's --method, eval.compile and the grid (with its --dry-run bound) follow from the entry. An
+option no method had before also needs its eval.run flag (eval/run.py) and grid key (eval/grid/spec.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import dspy
+
+from eir_dspy.corpus_index import CorpusIndex
+from eir_dspy.paragraphs import Paragraph
+from programs import direct, eir, full_pool, names, reflexion, ssr
+from programs.options import Options
+from programs.result import MethodResult
+from programs.setting import CORPUS, POOL, SETTINGS
+
+DEFAULT_VOTES = ssr.DEFAULT_VOTES
+DEFAULT_TRIALS = reflexion.DEFAULT_TRIALS
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str  # the --method value, and the `method` of its trajectories (programs/names.py)
+    program: type[dspy.Module]
+    options: type[Options]
+    max_calls_rule: Callable[[int, str, Options], int]  # the program file's `max_calls`
+    settings: tuple[str, ...] = SETTINGS
+    budgeted: bool = True  # the program takes the read budget H (a run logs H either way)
+    needs_oracle: bool = False  # `run` passes the oracle (a yes/no on an answer) to the program
+    label: str | None = None  # what its main result is logged under; None: its name
+    variants: tuple[str, ...] = ()  # the labels of the further results one run reports (MethodResult.variants)
+
+    @property
+    def acceptance(self) -> str:
+        """Its parse rule (eir_dspy/acceptance.py), as its program declares it for the adapter."""
+        return self.program.acceptance
+
+    @property
+    def main_label(self) -> str:
+        return self.label or self.name
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Every label one run's results are logged under: the main result's first."""
+        return (self.main_label, *self.variants)
+
+    def make_options(self, options: Mapping | Options | None = None, setting: str | None = None) -> Options:
+        """`options` (by name, or made already) as this method's Options; with `setting`, resolved for it.
+        An option it does not take, or a bad value, is an OptionsError naming it."""
+        made = options if isinstance(options, self.options) else self.options.of(self.name, dict(options or {}))
+        return made.resolved(setting) if setting is not None else made
+
+    def build(self, budget: int, options: Mapping | Options | None = None) -> dspy.Module:
+        """The method's program with these options, reading at most `budget`. An option not given, or
+        left unresolved (None), takes the program's own default."""
+        kwargs = {k: v for k, v in self.make_options(options).as_dict().items() if v is not None}
+        if self.budgeted:
+            kwargs["budget"] = budget
+        return self.program(**kwargs)
+
+    def inputs(self, *, paragraphs: tuple[Paragraph, ...] = (), corpus: CorpusIndex | None = None,
+               oracle: Callable[[str], bool] | None = None) -> dict:
+        """What the program's forward takes besides the question: the pool of `paragraphs`, or `corpus`
+        to search (the question's pool is then hidden); `oracle` only for a method that needs one."""
+        if corpus is not None and CORPUS not in self.settings:
+            raise ValueError(f"method {self.name} has no corpus setting")
+        inputs = {"corpus": corpus} if corpus is not None else {"paragraphs": paragraphs}
+        if self.needs_oracle:
+            inputs["oracle"] = oracle
+        return inputs
+
+    def result(self, output) -> MethodResult:
+        """What the program returned, checked to be the MethodResult the harness reads."""
+        if not isinstance(output, MethodResult):
+            raise TypeError(f"method {self.name}'s program returned a {type(output).__name__}, not a MethodResult")
+        return output
+
+    def run(self, program: dspy.Module, question: str, **inputs) -> MethodResult:
+        """`program` (this method's) on one question; `inputs` as `inputs` takes them."""
+        return self.result(program(question=question, **self.inputs(**inputs)))
+
+    def max_calls(self, budget: int, setting: str = POOL, **options) -> int:
+        """At most this many LM calls per question at read budget H = `budget` in `setting` (an UPPER
+        BOUND read off the program's code: its `max_calls`).
+
+        Counted as the ledger counts them (eir_dspy/accounting/): one call per `lm_call`. Every method
+        decodes through DecodingAdapter, a dspy.JSONAdapter, which never falls back to a second request
+        on a parse failure (an unusable output is handled by the program, not retried), so one
+        `lm_call` is one model request; a provider's own retries happen inside that one call. Real
+        questions usually cost less: an episode stops at the first accepted submit, SSR refines only
+        some turns, Reflexion stops at the first trial its oracle accepts. `eval.grid --dry-run`
+        multiplies this bound by the questions of a cell."""
+        if budget < 1:
+            raise ValueError(f"budget must be a positive integer, got {budget}")
+        if setting not in SETTINGS:
+            raise ValueError(f"unknown setting {setting!r}; choose one of {', '.join(SETTINGS)}")
+        if setting not in self.settings:
+            raise ValueError(f"method {self.name} has no {setting} setting")
+        return self.max_calls_rule(budget, setting, self.make_options(options, setting))
+
+
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method(names.EIR, eir.EIR, eir.EIROptions, eir.max_calls),
+    Method(names.DIRECT, direct.Direct, Options, direct.max_calls),
+    # Full Pool has no pool to give in the corpus setting; it reads nothing turn by turn.
+    Method(names.FULL_POOL, full_pool.FullPool, Options, full_pool.max_calls, settings=("pool",), budgeted=False),
+    Method(names.SSR, ssr.SSR, ssr.SSROptions, ssr.max_calls),
+    # One run, two results: the trial the oracle stopped at, and trial 1 alone.
+    Method(names.REFLEXION, reflexion.Reflexion, reflexion.ReflexionOptions, reflexion.max_calls, needs_oracle=True,
+           label=names.REFLEXION_ORACLE, variants=(names.REFLEXION_FIRST,)),
+)}
+CORPUS_METHODS = tuple(name for name, m in METHODS.items() if CORPUS in m.settings)
+
+
+def method_named(name: str) -> Method:
+    """The entry of the method called `name`."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ValueError(f"unknown method {name!r}; choose one of {', '.join(sorted(METHODS))}") from None
+
+
+def method_of(program: dspy.Module) -> Method:
+    """The entry whose program `program` is (a compiled or copied program is still its class)."""
+    for entry in METHODS.values():
+        if type(program) is entry.program:
+            return entry
+    for entry in METHODS.values():
+        if isinstance(program, entry.program):
+            return entry
+    raise ValueError(f"{type(program).__name__} is no registered method's program (programs/registry.py)")
