@@ -58,7 +58,11 @@ def test_one_run_over_two_llama_servers_matches_one_server(tmp_path, monkeypatch
     assert alone == sum(r["calls"] for r in a.values()) > 0
     # Both servers answered part of the routed run, and together exactly its calls.
     assert min(routed) > 0 and sum(routed) == calls
-    # Greedy decoding of one model: the same calls and tokens whichever server answered.
+    # The same questions and the same calls whichever server answered. Not the same tokens: a
+    # llama-server that reuses a cached prompt prefix evaluates the rest in other batches, and the
+    # float sums that changes can flip a greedy token (seen: 145 against 173 completion tokens on
+    # one of 4 questions), so a question's first prompt is the last thing both runs must share.
+    assert set(a) == set(b)
     for qid in a:
-        assert (a[qid]["calls"], a[qid]["prompt_tokens"], a[qid]["completion_tokens"]) == \
-            (b[qid]["calls"], b[qid]["prompt_tokens"], b[qid]["completion_tokens"]), qid
+        assert a[qid]["calls"] == b[qid]["calls"], qid
+        assert a[qid]["lm_calls"][0]["prompt_tokens"] == b[qid]["lm_calls"][0]["prompt_tokens"], qid
