@@ -35,7 +35,6 @@ import re
 
 import dspy
 import json_repair
-import regex
 
 from eir_dspy.rejection import NOT_JSON_ONLY
 
@@ -62,7 +61,7 @@ FENCE_READING_TEXT = {
                 "(not_json_only)",
     FENCE_STRIPPED: "an output that is exactly one code fence (```json or ```) around the JSON object alone is "
                     "read as that object"}
-_FENCE = regex.compile(r"\A```[ \t]*(?:json)?[ \t]*\n(.*)\n[ \t]*```\Z", regex.DOTALL | regex.IGNORECASE)
+_FENCE = re.compile(r"\A```[ \t]*(?:json)?[ \t]*\n(.*)\n[ \t]*```\Z", re.DOTALL | re.IGNORECASE)
 
 
 def current_acceptance() -> str:
