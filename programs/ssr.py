@@ -197,6 +197,7 @@ class SSR(dspy.Module):
         self.search_turn = dspy.Predict(DirectSearchTurn)
         self.search_verify = dspy.Predict(VerifySearchStep)
         self.search_refine = dspy.Predict(RefineSearchStep)
+        # The calls each setting makes, picked once here (the attributes keep the names saved programs use).
         self.calls = {POOL: SSRCalls(self.turn, self.decompose, self.verify, self.refine),
                       CORPUS: SSRCalls(self.search_turn, self.decompose, self.search_verify, self.search_refine)}
 
