@@ -39,6 +39,8 @@ class CorpusEnvironment:
     setting = "corpus"
     opening = "(nothing yet: search for a fact the question needs)"
     invalid_reads_cost_a_read = True
+    action_kinds = ("search", "read", "submit")
+    compact_trajectory = True  # a read's paragraph can be long: a trajectory shows its one-line brief
 
     def __init__(self, index: CorpusIndex, k: int = SEARCH_K, futile_searches: str = DEFAULT_FUTILE_SEARCHES) -> None:
         if futile_searches not in FUTILE_SEARCHES:
@@ -120,6 +122,23 @@ class CorpusEnvironment:
         head = f"{header} ({episode.reads_left} reads left)"
         return Outcome(f"{head}. {citation_hint(paragraph.title)}:\n" + render_sentences(paragraph),
                        f"{head}: {len(paragraph.sentences)} sentences", paragraph.title)
+
+    def catalogue(self) -> dict[str, str]:
+        return {"search_results": self.render_found()}
+
+    def render_known(self) -> str:
+        return self.render_found()
+
+    def last_result(self, episode: EpisodeState) -> str:
+        """As the loop recorded it: a read's result says the reads left, and no result the turns left."""
+        return episode.last_feedback
+
+    def read_named(self, text: str) -> Action | None:
+        found = normalize_id(text)
+        return Action("read", paragraph_id=found) if found in self.found else None
+
+    def runs_as_written(self, action: Action, episode: EpisodeState) -> bool:
+        return self.problem(action, episode) is None
 
     def render_found(self) -> str:
         """Every paragraph this trial's searches found, as `id | title`, read ones marked."""

@@ -29,6 +29,8 @@ class PoolEnvironment:
     setting = "pool"
     opening = "(nothing yet: choose a paragraph to read)"
     invalid_reads_cost_a_read = False  # an unknown title falls back to the first unread paragraph
+    action_kinds = ("read", "submit")
+    compact_trajectory = False  # a trajectory shows every result whole
 
     def __init__(self, paragraphs: tuple[Paragraph, ...]) -> None:
         self.paragraphs = paragraphs
@@ -63,6 +65,34 @@ class PoolEnvironment:
         self._read.add(title)
         return ReadResult(self._by_title[title], requested, fell_back)
 
+    def catalogue(self) -> dict[str, str]:
+        return {"unread_titles": "\n".join(self.unread_titles) or "(all paragraphs have been read)"}
+
+    def render_known(self) -> str:
+        return "\n".join(self.titles)
+
+    def last_result(self, episode: EpisodeState) -> str:
+        """A turn-limited episode (Direct, SSR, Reflexion: H turns, the submit among them) is told its
+        turns left with every result: a read's result says it already (`execute`); the opening and a
+        rejection get the same note here, so the last turn always says that only a submit counts on
+        it. EIR (no turn limit) is told its reads left with a read's result, and sees the rest as it is."""
+        text = episode.last_feedback
+        if episode.turn_limit is None:
+            return text
+        previous = episode.turns[-1] if episode.turns else None
+        if previous is not None and previous.accepted and previous.read_title is not None:
+            return text
+        return f"{text} {budget_note(episode, episode.turn - 1)}"
+
+    def read_named(self, text: str) -> Action | None:
+        title = self.find_unread(text)
+        return Action("read", title=title) if title else None
+
+    def runs_as_written(self, action: Action, episode: EpisodeState) -> bool:
+        """A read whose title names no unread paragraph would run, reading the first unread one instead."""
+        if action.kind == "read" and self.find_unread(action.title) is None:
+            return False
+        return self.problem(action, episode) is None
 
     def problem(self, action: Action, episode: EpisodeState) -> Rejection | None:
         if action.kind == "search":

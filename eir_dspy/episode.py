@@ -146,7 +146,7 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
 def action_problem(action: Action, episode: Episode) -> Rejection | None:
     """Why `action` cannot run now under the budget rules every method and setting shares, or None."""
     if action.kind == "read" and episode.reads_left <= 0:
-        rest = "search or submit" if episode.env.setting == "corpus" else "submit"
+        rest = " or ".join(kind for kind in episode.env.action_kinds if kind != "read")
         return Rejection(NO_READS_LEFT, f"the read budget of {episode.budget} is used up; the only valid actions now: {rest}")
     return None
 

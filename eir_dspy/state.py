@@ -23,10 +23,14 @@ DISCARD, REJECT = "discard", "reject"  # what invalid updates do to their turn (
 INVALID_UPDATE_RULES = (DISCARD, REJECT)
 
 
+# The paper's rule per setting: the pool discards invalid updates and runs the action (3.2, B.1);
+# only the corpus setting rejects the action with them (H.1, H.4, Table 22).
+PAPER_INVALID_UPDATES = {"pool": DISCARD, "corpus": REJECT}
+
+
 def paper_invalid_updates(setting: str) -> str:
-    """The paper's rule in `setting`: the pool discards invalid updates and runs the action (3.2,
-    B.1); only the corpus setting rejects the action with them (H.1, H.4, Table 22)."""
-    return REJECT if setting == "corpus" else DISCARD
+    """The paper's rule in `setting` (PAPER_INVALID_UPDATES)."""
+    return PAPER_INVALID_UPDATES[setting]
 
 
 class Citation(BaseModel):
@@ -138,22 +142,14 @@ class AgentLists:
         self.requirements: dict[str, Requirement] = {}
         self.conclusions: dict[str, Conclusion] = {}
 
-    def validate(
-        self,
-        requirement_updates: list[RequirementUpdate],
-        conclusion_updates: list[ConclusionUpdate],
-        evidence: EvidenceStore,
-    ) -> list[str]:
-        """Every problem with the proposed updates, checked together; [] means valid."""
-        return [p.text for p in self.check(requirement_updates, conclusion_updates, evidence)]
-
     def check(
         self,
         requirement_updates: list[RequirementUpdate],
         conclusion_updates: list[ConclusionUpdate],
         evidence: EvidenceStore,
     ) -> list[Rejection]:
-        """Every problem with the proposed updates, each with its rejection cause, in update order."""
+        """Every problem with the proposed updates, checked together, each with its rejection cause, in
+        update order; [] means valid."""
         problems = [Rejection(updates.cause, f"{which}_updates{'.' + updates.where if updates.where else ''}: "
                                              f"{updates.message}")
                     for which, updates in (("requirement", requirement_updates), ("conclusion", conclusion_updates))
@@ -180,9 +176,9 @@ class AgentLists:
         requirement_updates: list[RequirementUpdate],
         conclusion_updates: list[ConclusionUpdate],
         evidence: EvidenceStore,
-    ) -> list[str]:
+    ) -> list[Rejection]:
         """Apply all updates, or none of them if any part is invalid; returns the problems."""
-        problems = self.validate(requirement_updates, conclusion_updates, evidence)
+        problems = self.check(requirement_updates, conclusion_updates, evidence)
         if problems:
             return problems
         for u in requirement_updates:

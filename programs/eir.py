@@ -1,5 +1,6 @@
-"""EIR: one LM call per turn updates requirements and conclusions and picks the next action;
-a separate final call answers from the question and the evidence sentences alone."""
+"""EIR: one LM call per turn updates requirements and conclusions and picks the next action
+(programs/eir_policy.py, on the shared loop eir_dspy/episode.py); a separate final call answers
+from the question and the evidence sentences alone (AnswerFromEvidence)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,41 @@ from dataclasses import dataclass, replace
 import dspy
 
 from eir_dspy.acceptance import EXTRACT
+from eir_dspy.accounting import lm_call
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import run_episode
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import INVALID_UPDATE_RULES, paper_invalid_updates
 from programs import names
-from programs.answer import AnswerFromEvidence
 from programs.eir_policy import ABLATIONS, EIRPolicy
 from programs.eir_repair import MAX_REPAIRS_PER_TURN, RepairingPolicy
 from programs.options import Options, OptionsError
 from programs.result import MethodResult
-from programs.setting import most_turns, new_environment, turn_limit
+from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
 from programs.trajectory_record import Trajectory
-from signatures import EIRSearchTurn, EIRTurn
+from signatures import EIRSearchTurn, EIRTurn, FinalAnswer
 from signatures.repair import EIRDependentSearchTurn, EIRDependentTurn, RefreshRequirements, RepairConclusion
+from signatures.schemas import final_answer_schema, grammar_config
+
+
+class AnswerFromEvidence(dspy.Module):
+    """The final answer call, shared with Full Pool and the recovery experiments.
+
+    Its only inputs are the question and evidence sentences. This is the boundary of EIR:
+    nothing from the trajectory (lists, submitted answer, reasoning) can be passed in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.predict = dspy.Predict(FinalAnswer)
+
+    def forward(self, question: str, evidence: str, titles: list[str]) -> dspy.Prediction:
+        """`evidence` is rendered sentences; `titles` the paragraphs they come from (for decoding only)."""
+        config = grammar_config("final_answer", lambda: final_answer_schema(titles))
+        out = lm_call("final", self.predict, question=question, evidence=evidence, config=config, on_unusable=None)
+        if out is None:  # an answer that cannot be read scores as no answer
+            return dspy.Prediction(answer="", citations=[], parsed=False)
+        citations = [(c.title, c.sentence) for c in out.citations]
+        return dspy.Prediction(answer=out.answer.strip(), citations=citations, parsed=True)
 
 
 @dataclass(frozen=True)
@@ -73,10 +95,12 @@ class EIR(dspy.Module):
             self.repair = dspy.Predict(RepairConclusion)
             self.refresh = dspy.Predict(RefreshRequirements)
         self.answer = AnswerFromEvidence()
+        self.turns = {POOL: self.turn, CORPUS: self.search_turn}  # the turn each setting takes
 
-    def policy(self, corpus: CorpusIndex | None) -> EIRPolicy:
-        turn = self.turn if corpus is None else self.search_turn
-        rule = self.invalid_updates or paper_invalid_updates("pool" if corpus is None else "corpus")
+    def policy(self, setting: str) -> EIRPolicy:
+        """A fresh policy (empty lists) for one episode in `setting`."""
+        turn = self.turns[setting]
+        rule = self.invalid_updates or paper_invalid_updates(setting)
         if self.ablation.startswith("repair"):
             return RepairingPolicy(turn, self.repair, self.refresh, apply_repairs=self.ablation == "repair",
                                    invalid_updates=rule)
@@ -84,10 +108,10 @@ class EIR(dspy.Module):
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
                 corpus: CorpusIndex | None = None) -> MethodResult:
-        policy = self.policy(corpus)
+        env = new_environment(paragraphs, corpus)
+        policy = self.policy(env.setting)
         # Pool: H reads plus one more decision. Corpus: 12 turns; if none submits, EIR still answers.
-        episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
-                              max_turns=turn_limit(corpus, None))
+        episode = run_episode(question, env, policy, self.budget, max_turns=turn_limit(corpus, None))
         # The boundary: only the question and the evidence sentences cross into the final call.
         final = self.answer(question=question, evidence=episode.evidence.render(), titles=list(episode.evidence.titles))
         return MethodResult(

@@ -18,12 +18,27 @@ from eir_dspy.accounting import lm_call
 from eir_dspy.episode import Action, Episode, Proposal
 from eir_dspy.rejection import Rejection
 from eir_dspy.state import DISCARD, INVALID_UPDATE_RULES, REJECT, AgentLists
-from programs.agent_view import environment_view
-from programs.direct import to_action
+from eir_dspy.turns import to_action
+from programs.setting import CORPUS, POOL
 from signatures.schemas import eir_search_turn_schema, eir_turn_schema, grammar_config
 
 ABLATIONS = ("none", "no-list-feedback", "repair", "repair-unapplied")  # Appendix E.2 and E.3
 HIDDEN_LISTS = "(not shown)"  # what the list-feedback control's prompts hold in place of the lists
+
+
+def _pool_turn_schema(episode: Episode, dependency_ids: list[str] | None) -> dict:
+    return eir_turn_schema(list(episode.env.unread_titles), list(episode.evidence.titles), episode.reads_left,
+                           dependency_ids)
+
+
+def _corpus_turn_schema(episode: Episode, dependency_ids: list[str] | None) -> dict:
+    return eir_search_turn_schema(episode.env.unread_ids, list(episode.evidence.titles), episode.reads_left,
+                                  episode.on_last_turn, dependency_ids)
+
+
+# The grammar of EIR's turn output in each setting (strict decoding): the list updates citing what
+# was read, and the actions valid now (corpus: search too, and submit only on the last turn).
+TURN_SCHEMAS = {POOL: _pool_turn_schema, CORPUS: _corpus_turn_schema}
 
 
 class EIRPolicy:
@@ -41,33 +56,22 @@ class EIRPolicy:
         # Turns whose non-empty list updates were applied / invalid (discarded, or rejecting the turn).
         self.updates = {"applied": 0, "discarded": 0}
 
-    def view(self, episode: Episode) -> tuple[dict, dict]:
-        """What the agent sees of its environment, and the grammar of its turn output."""
-        env, read = episode.env, list(episode.evidence.titles)
-        if env.setting == "corpus":
-            return (environment_view(episode),
-                    grammar_config("eir_turn", lambda: eir_search_turn_schema(env.unread_ids, read, episode.reads_left,
-                                                                              episode.on_last_turn, self.dependency_ids)))
-        unread = list(env.unread_titles)
-        return (environment_view(episode),
-                grammar_config("eir_turn", lambda: eir_turn_schema(unread, read, episode.reads_left, self.dependency_ids)))
-
     @property
     def dependency_ids(self) -> list[str] | None:
         """The ids a conclusion update may depend on; None where conclusions name no dependencies."""
         return None
 
     def propose(self, episode: Episode) -> Proposal:
-        seen, config = self.view(episode)
+        schema = TURN_SCHEMAS[episode.env.setting]
         out = lm_call(
             "action", self.predict,  # the same role name as every method's per-turn call
             question=episode.question,
-            **seen,
+            **episode.env.catalogue(),  # what the agent can act on: the unread titles, or the search results
             # The control's first prompt is EIR's (the lists are empty, nothing is fed back yet).
             requirements=self.lists.render_requirements() if self.shows_lists(episode) else HIDDEN_LISTS,
             conclusions=self.lists.render_conclusions() if self.shows_lists(episode) else HIDDEN_LISTS,
             last_result=episode.last_feedback,
-            config=config,
+            config=grammar_config("eir_turn", lambda: schema(episode, self.dependency_ids)),
         )
         payload = (out.requirement_updates, out.conclusion_updates)
         problem = self.invalid_updates(payload, episode)

@@ -75,7 +75,7 @@ class RepairingPolicy(EIRPolicy):
         r = out.revision
         update = DependentConclusionUpdate(id=target.id, claim=r.claim, status=r.status, citations=r.citations,
                                            **({"depends_on": r.depends_on} if "depends_on" in r.model_fields_set else {}))
-        problems = self.lists.validate([], [update], episode.evidence)
+        problems = self.lists.check([], [update], episode.evidence)
         self.repairs["invalid" if problems else "valid"] += 1
         if not problems and self.apply_repairs:
             self.lists.apply([], [update], episode.evidence)
@@ -88,7 +88,7 @@ class RepairingPolicy(EIRPolicy):
                       config=grammar_config("refresh", refresh_schema))
         if out is None:
             return
-        problems = self.lists.validate(out.requirement_updates, [], episode.evidence)
+        problems = self.lists.check(out.requirement_updates, [], episode.evidence)
         if not problems:
             self.repairs["refresh_valid"] += 1
             if self.apply_repairs:

@@ -20,7 +20,7 @@ from eir_dspy.accounting import lm_call
 from eir_dspy.environment import match_title
 from eir_dspy.evidence import EvidenceStore
 from eir_dspy.paragraphs import Paragraph
-from programs.answer import AnswerFromEvidence
+from programs.eir import AnswerFromEvidence
 from signatures import MaybeSelectMoreReads, SelectMoreReads
 from signatures.schemas import grammar_config, select_reads_schema
 

@@ -13,7 +13,7 @@ from eir_dspy.acceptance import EXTRACT
 from eir_dspy.evidence import EvidenceStore
 from eir_dspy.paragraphs import Paragraph
 from programs import names
-from programs.answer import AnswerFromEvidence
+from programs.eir import AnswerFromEvidence
 from programs.options import Options
 from programs.result import MethodResult
 from programs.trajectory_record import Trajectory

@@ -1,6 +1,6 @@
 """Reflexion: up to `trials` Direct trajectories, each restarting from the question and titles.
 
-Each turn is Direct's turn plus the reflections (the paper, B.3; programs.direct.DirectPolicy):
+Each turn is Direct's turn plus the reflections (the paper, B.3; programs.react.DirectPolicy):
 the question, the reflections, the unread titles (corpus: the search results, and the two latest
 paragraphs) and the last result. Nothing carries over between trials but the reflections written
 after failed ones: no source text, no earlier trajectory. The reflection call alone sees the failed
@@ -24,10 +24,10 @@ from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Episode, run_episode
 from eir_dspy.paragraphs import Paragraph
 from programs import names
-from programs.direct import DirectPolicy, episode_result, episode_trajectory
 from programs.options import Options, positive_int
+from programs.react import DirectPolicy, episode_result, episode_trajectory
 from programs.result import MethodResult
-from programs.setting import most_turns, new_environment, turn_limit
+from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
 from programs.trajectory import render_trajectory
 from programs.trajectory_record import Trajectory
 from signatures import Reflect, ReflexionSearchTurn, ReflexionTurn
@@ -68,6 +68,7 @@ class Reflexion(dspy.Module):
         self.turn = dspy.Predict(ReflexionTurn)
         self.search_turn = dspy.Predict(ReflexionSearchTurn)
         self.reflect = dspy.Predict(Reflect)
+        self.turns = {POOL: self.turn, CORPUS: self.search_turn}  # the turn each setting takes
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (), corpus: CorpusIndex | None = None,
                 oracle: Callable[[str], bool] | None = None) -> MethodResult:
@@ -79,11 +80,10 @@ class Reflexion(dspy.Module):
         first = None
         t0 = time.perf_counter()
         for trial in range(1, self.trials + 1):
-            policy = DirectPolicy(self.turn if corpus is None else self.search_turn,
-                                  reflections=render_reflections(reflections))
             # A fresh environment per trial: no earlier text, and in the corpus no earlier search results.
-            episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
-                                  max_turns=turn_limit(corpus, self.budget))
+            env = new_environment(paragraphs, corpus)
+            policy = DirectPolicy(self.turns[env.setting], reflections=render_reflections(reflections))
+            episode = run_episode(question, env, policy, self.budget, max_turns=turn_limit(corpus, self.budget))
             episodes.append(episode)
             result = episode_result(episode)
             matched = oracle(result["answer"])
@@ -102,8 +102,7 @@ class Reflexion(dspy.Module):
 
     def _reflect(self, question: str, episode: Episode) -> str:
         config = grammar_config("reflect", reflect_schema)
-        env = episode.env  # the failed trial's: its pool titles, or what its searches found
-        titles = env.render_found() if env.setting == "corpus" else "\n".join(env.titles)
-        out = lm_call("reflect", self.reflect, question=question, titles=titles,
+        # The failed trial's paragraphs: its pool's titles, or what its searches found.
+        out = lm_call("reflect", self.reflect, question=question, titles=episode.env.render_known(),
                       trajectory=render_trajectory(episode), config=config, on_unusable=None)
         return "(the reflection could not be parsed)" if out is None else out.reflection.strip()

@@ -21,14 +21,13 @@ import dspy
 from eir_dspy.acceptance import JSON_ONLY
 from eir_dspy.accounting import lm_call
 from eir_dspy.answer_text import normalize_answer
-from eir_dspy.corpus_environment import normalize_id
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
 from eir_dspy.paragraphs import Paragraph
+from eir_dspy.turns import to_action
 from programs import names
-from programs.agent_view import environment_view
-from programs.direct import DirectPolicy, action_config, episode_result, episode_trajectory, submit_problem, to_action
 from programs.options import Options, OptionsError, positive_int
+from programs.react import DirectPolicy, action_config, episode_result, episode_trajectory, submit_problem
 from programs.result import MethodResult
 from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
@@ -78,17 +77,12 @@ def parse_action_correction(text: str, episode: Episode) -> Action | None:
     if not m:
         return None
     kind, rest = m.group(1).lower(), m.group(2).strip().strip("\"'")
-    corpus = episode.env.setting == "corpus"
-    if not rest or (kind == "search" and not corpus):
+    if not rest or kind not in episode.env.action_kinds:
         return None
     if kind == "search":
         return Action("search", query=rest)
-    if kind == "read" and corpus:
-        found = normalize_id(rest)
-        return Action("read", paragraph_id=found) if found in episode.env.found else None
     if kind == "read":
-        title = episode.env.find_unread(rest)
-        return Action("read", title=title) if title else None
+        return episode.env.read_named(rest)
     return Action("submit", answer=rest)
 
 
@@ -105,10 +99,22 @@ def correction_key(step: str, correction: str, episode: Episode):
     return normalize_answer(correction) or None
 
 
+@dataclass(frozen=True)
+class SSRCalls:
+    """SSR's four decisions in one setting (the corpus's search actions, and its search results in
+    place of the unread titles; decomposing a proposal is the same in both)."""
+
+    turn: dspy.Predict  # Direct's own turn: the proposal
+    decompose: dspy.Predict
+    verify: dspy.Predict
+    refine: dspy.Predict
+
+
 class SSRPolicy(DirectPolicy):
-    def __init__(self, program: SSR, turn: dspy.Predict) -> None:
-        super().__init__(turn)
+    def __init__(self, program: SSR, calls: SSRCalls) -> None:
+        super().__init__(calls.turn)
         self.program = program
+        self.calls = calls
         self.log: list[dict] = []
 
     def propose(self, episode: Episode) -> Proposal:
@@ -142,16 +148,12 @@ class SSRPolicy(DirectPolicy):
         return proposal
 
     def _usable(self, action: Action, episode: Episode) -> bool:
-        env = episode.env
-        if env.setting == "pool" and action.kind == "read" and env.find_unread(action.title) is None:
-            return False
-        if env.setting == "corpus" and env.problem(action, episode) is not None:
-            return False
-        return action_problem(action, episode) is None and submit_problem(action, episode) is None
+        return (episode.env.runs_as_written(action, episode) and action_problem(action, episode) is None
+                and submit_problem(action, episode) is None)
 
     def _decompose(self, episode: Episode, seen: dict, proposal: Proposal):
         text = f"Thought: {proposal.reasoning or '-'}\nAction: {render_action(proposal.action)}"
-        return lm_call("decompose", self.program.predictor("decompose", episode), question=episode.question, **seen,
+        return lm_call("decompose", self.calls.decompose, question=episode.question, **seen,
                        proposal=text, config=grammar_config("decompose", decompose_schema), on_unusable=None)
 
     def _judge(self, episode: Episode, seen: dict, steps_text: str, step: str, vote: int) -> Judgment:
@@ -159,8 +161,8 @@ class SSRPolicy(DirectPolicy):
         if self.program.verifier_temperature > 0:
             # Distinct rollout ids (and seeds) make the votes independent samples, not one cached answer.
             config.update(rollout_id=vote, seed=vote)
-        out = lm_call("verify", self.program.predictor("verify", episode), question=episode.question, **seen,
-                      **environment_view(episode), steps=steps_text, step=step, config=config, on_unusable=None)
+        out = lm_call("verify", self.calls.verify, question=episode.question, **seen,
+                      **episode.env.catalogue(), steps=steps_text, step=step, config=config, on_unusable=None)
         if out is None:  # an unreadable judgment does not vote
             return Judgment(None)
         correction = out.correction.strip()
@@ -168,8 +170,8 @@ class SSRPolicy(DirectPolicy):
         return Judgment(out.verdict, float(out.confidence), correction, key)
 
     def _refine(self, episode: Episode, seen: dict, steps_text: str, chosen: StepVote) -> Proposal | None:
-        out = lm_call("refine", self.program.predictor("refine", episode), question=episode.question, **seen,
-                      **environment_view(episode), steps=steps_text, step=chosen.step,
+        out = lm_call("refine", self.calls.refine, question=episode.question, **seen,
+                      **episode.env.catalogue(), steps=steps_text, step=chosen.step,
                       correction=chosen.agreed.correction, config=action_config("refine", episode, plan=False),
                       on_unusable=None)
         if out is None:
@@ -195,13 +197,9 @@ class SSR(dspy.Module):
         self.search_turn = dspy.Predict(DirectSearchTurn)
         self.search_verify = dspy.Predict(VerifySearchStep)
         self.search_refine = dspy.Predict(RefineSearchStep)
-
-    # The roles with a corpus variant (`search_<role>`); decompose serves both settings.
-    CORPUS_ROLES = ("turn", "verify", "refine")
-
-    def predictor(self, role: str, episode: Episode) -> dspy.Predict:
-        corpus = episode.env.setting == "corpus" and role in self.CORPUS_ROLES
-        return getattr(self, f"search_{role}" if corpus else role)
+        # The calls each setting makes, picked once here (the attributes keep the names saved programs use).
+        self.calls = {POOL: SSRCalls(self.turn, self.decompose, self.verify, self.refine),
+                      CORPUS: SSRCalls(self.search_turn, self.decompose, self.search_verify, self.search_refine)}
 
     @staticmethod
     def seen(episode: Episode) -> dict:
@@ -211,8 +209,8 @@ class SSR(dspy.Module):
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
                 corpus: CorpusIndex | None = None) -> MethodResult:
-        policy = SSRPolicy(self, self.turn if corpus is None else self.search_turn)
-        episode = run_episode(question, new_environment(paragraphs, corpus), policy, self.budget,
-                              max_turns=turn_limit(corpus, self.budget))
+        env = new_environment(paragraphs, corpus)
+        policy = SSRPolicy(self, self.calls[env.setting])
+        episode = run_episode(question, env, policy, self.budget, max_turns=turn_limit(corpus, self.budget))
         return MethodResult(**episode_result(episode),
                             trajectory=Trajectory(method=names.SSR, **episode_trajectory(episode), ssr=policy.log))

@@ -29,8 +29,8 @@ def render_action(action: dict | Action | None) -> str:
 def render_trajectory(episode: Episode) -> str:
     """Every turn of a finished trial in order: thought, action, result (Reflexion's reflection input).
 
-    In the corpus setting a read shows only its one-line brief, as the paragraphs can be long."""
-    compact = episode.env.setting == "corpus"
+    Where the environment says so (the corpus: paragraphs can be long) a read shows only its one-line brief."""
+    compact = episode.env.compact_trajectory
     blocks = [
         f"Turn {t.turn}\nThought: {t.reasoning or '-'}\nAction: {render_action(t.action)}\n"
         f"Result: {t.brief if compact and t.brief else t.feedback}"

@@ -127,3 +127,14 @@ def test_direct_runs_a_repeated_and_an_empty_search_by_default(tiny_corpus):
     assert pred.answer == "Busan" and ledger.by_role() == {"action": 5}
     assert "(0 new; the same search as your turn 1" in engine.prompts[2]
     assert "found no paragraph: none of its words is indexed" in engine.prompts[3]
+
+
+def test_the_corpus_shows_its_search_results_and_reads_a_correction_by_found_id(tiny_corpus):
+    ep, env, _ = run(tiny_corpus, [search("busan port"), read("12"), submit()])
+    shown = env.render_found()
+    assert env.catalogue() == {"search_results": shown} and env.render_known() == shown and "12 | Busan (read)" in shown
+    assert env.read_named("[12]") == Action("read", paragraph_id="12")
+    assert env.read_named("999") is None  # no search of this trial found it
+    assert not env.runs_as_written(Action("read", paragraph_id="999"), ep)
+    assert env.action_kinds == ("search", "read", "submit") and env.compact_trajectory
+    assert env.last_result(ep) == ep.last_feedback  # no turns-left note in the corpus

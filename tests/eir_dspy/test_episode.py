@@ -69,3 +69,25 @@ def test_a_turn_limited_episodes_read_results_count_turns_left_and_eirs_count_re
     # Fewer reads than turns: the reads left are named once they bind.
     assert results(5, 2, "AB") == ['Read "A" (4 turns left, counting the submit; 1 read left)',
                                    'Read "B" (3 turns left, counting the submit; no reads left: only a submit counts)']
+
+
+def test_the_pool_shows_its_unread_titles_and_reads_a_correction_by_title():
+    env = PoolEnvironment(POOL[:3])
+    ep = run_episode("q", env, Scripted([read("A"), Proposal(Action("submit", answer="x"))]), budget=2)
+    assert env.catalogue() == {"unread_titles": "B\nC"} and env.render_known() == "A\nB\nC"
+    assert env.read_named("b") == Action("read", title="B") and env.read_named("A") is None  # A is read
+    assert env.runs_as_written(Action("read", title="C"), ep)
+    assert not env.runs_as_written(Action("read", title="Z"), ep)  # it would fall back to B
+    assert env.action_kinds == ("read", "submit") and not env.compact_trajectory
+    assert env.last_result(ep) == ep.last_feedback  # EIR's episode (no turn limit): as recorded
+
+
+def test_the_read_budget_rejection_names_the_other_actions_of_the_setting(tiny_corpus):
+    from eir_dspy.corpus_environment import CorpusEnvironment
+
+    pool = run_episode("q", PoolEnvironment(POOL), Scripted([read("A"), read("B")]), budget=1)
+    assert pool.turns[1].feedback.endswith("the only valid actions now: submit")
+    corpus = run_episode("q", CorpusEnvironment(tiny_corpus), Scripted([
+        Proposal(Action("search", query="busan")), Proposal(Action("read", paragraph_id="12")),
+        Proposal(Action("read", paragraph_id="12")), Proposal(Action("submit", answer="x"))]), budget=1, max_turns=5)
+    assert corpus.turns[2].feedback.endswith("the only valid actions now: search or submit")

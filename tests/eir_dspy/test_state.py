@@ -28,16 +28,16 @@ def test_valid_updates_add_then_revise_by_id():
 def test_revising_unknown_id_is_rejected():
     lists = AgentLists()
     problems = lists.apply([RequirementUpdate(id="R7", text="x")], [], EvidenceStore())
-    assert problems == ["requirement id 'R7' does not exist"]
+    assert [p.text for p in problems] == ["requirement id 'R7' does not exist"]
     assert lists.requirements == {}
 
 
 def test_citing_unread_sentence_is_rejected():
     lists, store = AgentLists(), store_with_alpha()
     problems = lists.apply([], [ConclusionUpdate(claim="c", citations=[Citation(title="Alpha", sentence=2)])], store)
-    assert problems == ["citation ('Alpha', 2) is not a sentence you have read"]
+    assert [p.text for p in problems] == ["citation ('Alpha', 2) is not a sentence you have read"]
     problems = lists.apply([], [ConclusionUpdate(claim="c", citations=[Citation(title="Beta", sentence=0)])], store)
-    assert "('Beta', 0)" in problems[0]
+    assert "('Beta', 0)" in problems[0].text
     assert lists.conclusions == {}
 
 
@@ -49,7 +49,7 @@ def test_mixed_valid_and_invalid_updates_are_discarded_together():
          ConclusionUpdate(id="C9", claim="revises nothing")],
         store,
     )
-    assert problems == ["conclusion id 'C9' does not exist"]
+    assert [p.text for p in problems] == ["conclusion id 'C9' does not exist"]
     assert lists.requirements == {} and lists.conclusions == {}
 
 

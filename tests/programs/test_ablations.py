@@ -158,7 +158,7 @@ def test_an_invalid_repair_is_discarded_whole():
 def test_dependencies_are_validated_like_every_update():
     lists, evidence = AgentLists(), EvidenceStore()
     bad = DependentConclusionUpdate(claim="x", depends_on=["C9"])
-    assert lists.apply([], [bad], evidence) == ["depends_on names conclusion 'C9', which does not exist"]
+    assert [p.text for p in lists.apply([], [bad], evidence)] == ["depends_on names conclusion 'C9', which does not exist"]
     assert lists.conclusions == {}
 
 

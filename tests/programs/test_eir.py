@@ -177,8 +177,8 @@ def test_pool_invalid_updates_every_turn_still_read_and_submit():
 def test_the_rule_follows_the_setting_unless_given():
     from eir_dspy.state import paper_invalid_updates
     assert paper_invalid_updates("pool") == "discard" and paper_invalid_updates("corpus") == "reject"
-    assert EIR().policy(None).invalid_updates_rule == "discard"
-    assert EIR(invalid_updates="reject").policy(None).invalid_updates_rule == "reject"
+    assert EIR().policy("pool").invalid_updates_rule == "discard"
+    assert EIR(invalid_updates="reject").policy("pool").invalid_updates_rule == "reject"
     with pytest.raises(ValueError, match="invalid_updates must be one of discard, reject"):
         EIR(invalid_updates="ignore")
 
