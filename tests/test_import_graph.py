@@ -6,7 +6,8 @@ a.b; `from a import name` is an edge to a. The checks:
 - no cycle between modules, nor between packages (a package is a directory; its modules' edges are summed);
 - no library module imports a command module (what `python -m` runs);
 - no lower layer imports a higher one: eir_dspy <- signatures <- programs <- eval, and inside eval
-  files, data <- scoring <- runs <- compare, analyze <- compile, grid <- the commands.
+  files, data <- scoring <- runs <- compare, analyze <- compile, grid <- the commands;
+- and in tests/, no file imports a test module (`test_*.py`): what tests share lives in tests/fixtures/.
 
 `python tests/test_import_graph.py` prints the graph's layers and any violation.
 """
@@ -224,6 +225,26 @@ def upward_imports() -> list[str]:
             for target, line in sorted(targets.items()) if rank(target) > rank(source)]
 
 
+def imports_of_test_modules() -> list[str]:
+    """Imports of a test module (`test_*.py`) from another file under tests/: shared data and helpers
+    belong in modules pytest does not collect (tests/fixtures/, tests/scripted.py), so that no test
+    module runs a second time under another name and each test file can change on its own."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith("tests.") and name.rpartition(".")[2].startswith("test_") \
+                        and (ROOT / (name.replace(".", "/") + ".py")).exists():
+                    found.append(f"{path.relative_to(ROOT)} imports the test module {name} (line {node.lineno})")
+    return found
+
+
 def test_the_graph_is_read():
     modules, imports = build_graph()
     assert {"eir_dspy.episode", "programs.eir", "eval.run", "eval.runs.execute"} <= set(modules)
@@ -252,6 +273,11 @@ def test_no_library_module_imports_a_command():
     assert not found, "library modules importing command modules:\n  " + "\n  ".join(found)
 
 
+def test_no_test_module_imports_another():
+    found = imports_of_test_modules()
+    assert not found, "test modules imported (move what they share to tests/fixtures/):\n  " + "\n  ".join(found)
+
+
 def test_no_layer_imports_a_higher_one():
     found = upward_imports()
     assert not found, "imports that run up the layers:\n  " + "\n  ".join(found)
@@ -260,7 +286,8 @@ def test_no_layer_imports_a_higher_one():
 if __name__ == "__main__":
     for title, found in [("module cycles", module_cycles()), ("package cycles", package_cycles()),
                          ("commands imported by library modules", commands_imported()),
-                         ("imports running up the layers", upward_imports())]:
+                         ("imports running up the layers", upward_imports()),
+                         ("test modules imported by others", imports_of_test_modules())]:
         print(f"{title}: {len(found)}")
         for line in found:
             print("  " + line)

@@ -15,13 +15,13 @@ import mlflow
 import pytest
 
 import eval.run as run_module
-from tests.eval.runs.test_runner import (
+from tests.fixtures.scripted_runs import (
     ARGS,
     direct_reply,
     fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
     reply,
-    use_lm,
 )
+from tests.scripted import use_lm
 
 pytestmark = pytest.mark.slow  # an MLflow server and headless Chromium
 

@@ -9,7 +9,7 @@ import pytest
 
 import eir_dspy.lm as lm_module
 import eval.runs.lifecycle as lifecycle
-from tests.eval.runs.test_runner import QUESTIONS, reply, write_data
+from tests.fixtures.scripted_runs import QUESTIONS, reply, write_data
 from tests.scripted import scripted_lm
 
 FROM_PYTHON = Path(__file__).resolve().parents[1] / "docs" / "python.md"

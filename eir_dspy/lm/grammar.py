@@ -11,11 +11,12 @@ exactly what it accepted when llama-cpp-python 0.3.36's converter built it (unti
 - properties in the schema's order, the required ones first, then any of the optional ones in order;
 - a `const` or `enum` value is its JSON text (non-ASCII as the character itself) with no space
   after it;
-- integers take no `minimum`/`maximum` (schemas give enums where a bound matters); numbers have at
-  most 16 integral and 16 decimal digits;
-- `{}` is any object.
+- integers' `minimum`/`maximum` are read as no bound (schemas give enums where a bound matters);
+  numbers have at most 16 integral and 16 decimal digits;
+- `{}` is any object; a list of types is the union of the schema under each.
 
-A schema keyword outside this subset raises `UnsupportedSchema` rather than decode under less.
+A schema keyword outside this subset (any other, `format` too) raises `UnsupportedSchema` rather than
+decode under less.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ PRIMITIVES = {  # rule name -> (body, the primitives it uses)
     "object": ('"{" space (string ":" space value ("," space string ":" space value)*)? "}" space', ("string", "value")),
     "array": ('"[" space (value ("," space value)*)? "]" space', ("value",)),
 }
-# String formats the old converter gave grammars of their own (not kept: no schema uses them); others it ignored.
-FORMATS = ("date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5")
+# The keywords read; any other raises. Annotations change no value; `minimum`/`maximum` only on an integer.
+KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minLength",
+            "maxLength", "enum", "const", "anyOf", "oneOf", "$ref", "$defs", "definitions", "minimum", "maximum"}
+ANNOTATIONS = {"title", "description", "default", "examples", "$schema", "$id", "$comment"}
 
 
 class UnsupportedSchema(ValueError):
@@ -75,23 +78,28 @@ class _Grammar:
         if not isinstance(s, dict):
             raise UnsupportedSchema(f"a schema must be an object; got {s!r}")
         kind = s.get("type")
+        unsupported = s.keys() - KEYWORDS - ANNOTATIONS
+        if kind != "integer" and not isinstance(kind, list):
+            unsupported |= {"minimum", "maximum"} & s.keys()
+        if unsupported:
+            raise UnsupportedSchema(f"{', '.join(sorted(unsupported))} in {s}")
         if "$ref" in s:
             return self.ref(s["$ref"])
         if "anyOf" in s or "oneOf" in s:
-            return self.union(s.get("oneOf") or s["anyOf"], name)
+            return self.union(s["oneOf"] if "oneOf" in s else s["anyOf"], name)
         if isinstance(kind, list):
-            return self.union([{"type": t} for t in kind], name)
+            return self.union([{**s, "type": t} for t in kind], name)
         if "const" in s:
             return literal(s["const"])
         if "enum" in s:
-            return self.union_of(literal(v) for v in s["enum"])
-        if kind in (None, "object") and ("properties" in s or s.get("additionalProperties", True) is not True):
+            return self.union_of([literal(v) for v in s["enum"]])
+        if kind in (None, "object") and ("properties" in s or "required" in s
+                                         or s.get("additionalProperties", True) is not True):
             return self.object(s, name)
         if kind in (None, "array") and "items" in s:
             return self.array(s, name)
-        unsupported = {"pattern", "allOf", "prefixItems"} & s.keys()
-        if unsupported or s.get("format") in FORMATS:
-            raise UnsupportedSchema(f"{', '.join(sorted(unsupported)) or s['format']} in {s}")
+        if "minItems" in s or "maxItems" in s:
+            raise UnsupportedSchema(f"minItems/maxItems with no items schema in {s}")
         if kind == "string" and ("minLength" in s or "maxLength" in s):
             return rf'"\"" {self.primitive("char")}{repeat(s.get("minLength", 0), s.get("maxLength"))} "\"" space'
         if kind == "object" or not s:  # `{}`: any object, as the converter read it
@@ -101,10 +109,12 @@ class _Grammar:
         raise UnsupportedSchema(f"no type in {s}")
 
     def union(self, options: list, name: str) -> str:
-        return self.union_of(self.value(o, f"{name}-{i}") for i, o in enumerate(options))
+        return self.union_of([self.value(o, f"{name}-{i}") for i, o in enumerate(options)])
 
     @staticmethod
-    def union_of(expressions) -> str:
+    def union_of(expressions: list[str]) -> str:
+        if not expressions:  # `()` would match the empty string, not nothing
+            raise UnsupportedSchema("an empty enum, anyOf or oneOf")
         return "(" + " | ".join(expressions) + ")"
 
     def rule(self, name: str, body: str) -> str:
@@ -123,6 +133,8 @@ class _Grammar:
         if prefix is None:
             raise UnsupportedSchema(f"$ref {ref!r}: only this schema's own $defs")
         name = "ref-" + "".join(c if c.isalnum() else "-" for c in ref[len(prefix):])
+        if ref[len(prefix):] not in self.root.get(prefix[2:-1], {}):
+            raise UnsupportedSchema(f"$ref {ref!r}: no such definition")
         if name not in self.rules:
             self.rules[name] = "..."  # reserved first: a definition may refer to itself
             self.rules[name] = self.value(self.root.get(prefix[2:-1], {})[ref[len(prefix):]], name)
@@ -133,13 +145,15 @@ class _Grammar:
         if extra is not False and extra is not None:
             raise UnsupportedSchema(f"additionalProperties {extra!r}")
         properties = s.get("properties", {})
+        if set(s.get("required", ())) - properties.keys():
+            raise UnsupportedSchema(f"required properties with no schema in {s}")
         required = [k for k in properties if k in s.get("required", ())]
         optional = [k for k in properties if k not in required]
         pairs = {k: f'{literal(k)} space ":" space {self.value(properties[k], f"{name}-{k}")}' for k in properties}
         parts = ['"{" space', ' "," space '.join(pairs[k] for k in required)]
         if optional:  # any of the optional properties, in order, after the required ones
-            part = self.union_of(" ".join([pairs[first], *(f'("," space {pairs[k]})?' for k in optional[i + 1:])])
-                                 for i, first in enumerate(optional))
+            part = self.union_of([" ".join([pairs[first], *(f'("," space {pairs[k]})?' for k in optional[i + 1:])])
+                                  for i, first in enumerate(optional)])
             parts.append(f'("," space {part})?' if required else f"{part}?")
         return " ".join([p for p in parts if p] + ['"}" space'])
 
@@ -161,10 +175,7 @@ def repeat(low: int, high: int | None) -> str:
 
 
 def literal(value) -> str:
-    """A GBNF literal for the JSON text of `value`, strings written raw (non-ASCII as itself)."""
+    """A GBNF literal for the JSON text of `value`, strings written raw (non-ASCII as itself). JSON text
+    holds no control character (json.dumps escapes them), so only `\\` and `"` need GBNF's escape."""
     text = json.dumps(value, ensure_ascii=False)
-    escaped = "".join(_ESCAPES.get(c, c if c >= " " else f"\\x{ord(c):02X}") for c in text)
-    return f'"{escaped}"'
-
-
-_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -8,7 +8,6 @@ and the analyses count it with the other unparseable outputs.
 
 import json
 
-import dspy
 import pytest
 
 from eir_dspy import rejection
@@ -21,17 +20,13 @@ from eir_dspy.acceptance import (
     JSON_ONLY,
     json_only_problem,
 )
-from eir_dspy.lm import DecodingAdapter
 from eval.analyze import parse_failures, rejections
-from eval.data.schema import Question
-from eval.runs.execute import run_question
 from programs import EIR, SSR, Direct, FullPool, Reflexion
 from programs.registry import METHODS
-from tests.programs.test_eir import POOL, Q
-from tests.scripted import act, final, run_program, scripted_lm, turn
+from tests.fixtures.pool import POOL, Q, record_of
+from tests.scripted import act, final, run_program, turn
 
 BAND = "Tinted Windows (band)"
-POOL_Q = Question("pool", Q, "Tulsa", (), "bridge", POOL, ((BAND, 1),), "hotpotqa")
 REFUSED = "the output could not be used: it must be the JSON object alone, with no text or code fence around it"
 
 
@@ -41,14 +36,6 @@ def prose(reply: dict) -> str:
 
 def fenced(reply: dict) -> str:
     return "```json\n" + json.dumps(reply) + "\n```"
-
-
-def record_of(program, replies):
-    lm = scripted_lm(replies)
-    with dspy.context(adapter=DecodingAdapter("free")):  # as eval.run configures it
-        record = run_question(program, lm, POOL_Q)
-    assert record["error"] is None, record["error_trace"]
-    return record, lm.engine
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -7,8 +7,7 @@ from eir_dspy.corpus_environment import FUTILE_REJECT, FUTILE_RUN, READS, TURNS,
 from eir_dspy.environment import PoolEnvironment
 from eir_dspy.episode import Action, Proposal, run_episode
 from programs.setting import new_environment
-from tests.eir_dspy.test_episode import POOL as LETTERS
-from tests.eir_dspy.test_episode import Scripted
+from tests.fixtures.policies import LETTERS, Scripted
 
 
 def search(q):
@@ -115,8 +114,8 @@ def test_reads_stop_at_the_budget_but_searching_goes_on(tiny_corpus):
 def test_direct_runs_a_repeated_and_an_empty_search_by_default(tiny_corpus):
     """Through a method (scripted LM): the programs' environment takes the paper's default."""
     from programs import Direct
-    from tests.programs.test_corpus_programs import act
-    from tests.programs.test_corpus_programs import run as run_program
+    from tests.fixtures.corpus_turns import act
+    from tests.fixtures.corpus_turns import run as run_program
 
     pred, ledger, engine = run_program(Direct(), tiny_corpus, [
         act("search", query="busan"), act("search", query="BUSAN"), act("search", query="the of and"),

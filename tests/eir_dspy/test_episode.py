@@ -2,25 +2,8 @@
 
 from eir_dspy.environment import PoolEnvironment
 from eir_dspy.episode import Action, Proposal, run_episode
-from eir_dspy.paragraphs import Paragraph
-
-POOL = tuple(Paragraph(t, (f"{t} sentence.",), i) for i, t in enumerate(["A", "B", "C", "D", "E", "F", "G", "H"]))
-
-
-class Scripted:
-    def __init__(self, proposals):
-        self.proposals = list(proposals)
-        self.seen_feedback = []
-
-    def propose(self, episode):
-        self.seen_feedback.append(episode.last_feedback)
-        return self.proposals.pop(0)
-
-    def check(self, action, episode):
-        return None
-
-    def commit(self, proposal, episode):
-        return []
+from tests.fixtures.policies import LETTERS as POOL
+from tests.fixtures.policies import Scripted
 
 
 def read(title):

@@ -15,7 +15,7 @@ from eir_dspy.acceptance import REPAIR_LIMIT, NotAnObject, find_object, json_onl
 from eir_dspy.lm import DecodingAdapter
 from programs import EIR
 from signatures.eir_turn import EIRTurn
-from tests.eir_dspy.test_acceptance import record_of
+from tests.fixtures.pool import record_of
 from tests.scripted import final, turn
 
 DSPY_PATTERN = regex.compile(r"\{(?:[^{}]|(?R))*\}", regex.DOTALL)  # JSONAdapter's own search

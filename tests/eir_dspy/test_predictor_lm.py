@@ -19,7 +19,7 @@ from eval.data.schema import Question
 from eval.runs.execute import run_question
 from programs.eir import EIR
 from programs.registry import METHODS
-from tests.programs.test_fuzz_outputs import POOL_Q, Fuzzer
+from tests.fixtures.fuzzer import POOL_Q, Fuzzer
 from tests.scripted import final, scripted_lm, turn
 
 POOL = (Paragraph("Alpha", ("Alpha formed in Tulsa.",), 0), Paragraph("Beta", ("Beta is a city.",), 1))

@@ -15,17 +15,15 @@ from eir_dspy.lm import DecodingAdapter
 from eval.data.schema import Question
 from eval.runs.execute import run_question
 from programs import EIR, Direct, Reflexion
-from tests.eir_dspy.test_episode import POOL as LETTERS
-from tests.eir_dspy.test_episode import Scripted
-from tests.programs.test_corpus_programs import act as corpus_act
-from tests.programs.test_corpus_programs import eir_turn
-from tests.programs.test_eir import POOL, Q
+from tests.fixtures.corpus_turns import act as corpus_act
+from tests.fixtures.corpus_turns import eir_turn
+from tests.fixtures.policies import LETTERS, Scripted
+from tests.fixtures.pool import POOL_Q
 from tests.scripted import act, field, final, scripted_lm, turn
 
 BAND, ALBUM, ACT = "Tinted Windows (band)", "Tinted Windows (album)", "Act of Congress"
 NOT_JSON = "I think the answer is Tulsa, so I will submit it."  # what a model writes instead of the JSON object
 
-POOL_Q = Question("pool", Q, "Tulsa", (), "bridge", POOL, ((BAND, 1), (ALBUM, 0)), "hotpotqa")
 CORPUS_Q = Question("corpus", "Which city hosts a film festival and is a port?", "Busan", (), "bridge", (),
                     (("Busan", 0), ("Busan", 1)), "hotpotqa")
 

@@ -7,7 +7,7 @@ from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import AgentLists, DependentConclusionUpdate
 from programs.eir import EIR
 from programs.eir_repair import MAX_REPAIRS_PER_TURN
-from tests.programs.test_eir import POOL, Q
+from tests.fixtures.pool import POOL, Q
 from tests.scripted import field, final, run_program, turn
 
 BAND = "Tinted Windows (band)"

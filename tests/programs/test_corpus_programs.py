@@ -1,48 +1,10 @@
 """EIR, Direct, SSR and Reflexion in the corpus setting, on a scripted LM over the tiny corpus."""
 
-import re
-
-import dspy
-
-from eir_dspy.accounting import Ledger, recording
 from programs import EIR, SSR, Direct, Reflexion
 from signatures.search_turns import PLAN_FIELDS
-from tests.scripted import field, final, scripted_lm
-
-Q = "Which city hosts a film festival and is a port?"
-
-
-def eir_turn(kind, query="", pid="", answer="", reqs=(), concls=()):
-    return {"requirement_updates": list(reqs), "conclusion_updates": list(concls),
-            "action": {"kind": kind, "query": query, "paragraph_id": pid, "answer": answer}}
-
-
-def act(kind, query="", pid="", answer="", citations=(), thought="t", plan=("e", "r", "p")):
-    """One Direct-style corpus turn output: a thought, the plan fields (B.3) and an action. SSR's
-    refinement writes no plan; the adapter ignores the extra fields there."""
-    return {"thought": thought, **dict(zip(PLAN_FIELDS, plan)),
-            "action": {"kind": kind, "query": query, "paragraph_id": pid, "answer": answer,
-                       "citations": [{"title": t, "sentence": s} for t, s in citations]}}
-
-
-def input_fields(prompt: str) -> list[str]:
-    """The input fields a JSONAdapter prompt declares, in order."""
-    block = prompt.split("Your input fields are:")[1].split("Your output fields are:")[0]
-    return re.findall(r"(?m)^\d+\. `(\w+)`", block)
-
-
-def output_fields(prompt: str) -> list[str]:
-    """The output fields the adapter asks for, in order (its last format line)."""
-    line = prompt.rsplit("Respond with a JSON object in the following order of fields: ", 1)[1].split("\n", 1)[0]
-    return re.findall(r"`(\w+)`", line)
-
-
-def run(program, corpus, replies, **kwargs):
-    lm = scripted_lm(replies)
-    ledger = Ledger()
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), recording(ledger):
-        pred = program(question=Q, corpus=corpus, **kwargs)
-    return pred, ledger, lm.engine
+from tests.fixtures.corpus_turns import act, eir_turn, run
+from tests.fixtures.prompts import input_fields, output_fields
+from tests.scripted import field, final
 
 
 def test_eir_searches_reads_by_id_and_answers_from_evidence_only(tiny_corpus):

@@ -1,6 +1,6 @@
 from eir_dspy.paragraphs import Paragraph
 from programs import Direct
-from tests.programs.test_eir import POOL, Q
+from tests.fixtures.pool import POOL, Q
 from tests.scripted import act, field, run_program
 
 BAND = "Tinted Windows (band)"

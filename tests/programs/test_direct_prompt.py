@@ -28,21 +28,15 @@ from signatures import (
     schemas,
 )
 from signatures.search_turns import PLAN_FIELDS
-from tests.eir_dspy.test_rejection_causes import POOL_Q
-from tests.programs.test_corpus_programs import act as corpus_act
-from tests.programs.test_corpus_programs import eir_turn
-from tests.programs.test_corpus_programs import run as run_corpus
-from tests.programs.test_eir import POOL, Q
+from tests.fixtures.corpus_turns import act as corpus_act
+from tests.fixtures.corpus_turns import eir_turn
+from tests.fixtures.corpus_turns import run as run_corpus
+from tests.fixtures.pool import POOL, POOL_Q, Q
+from tests.fixtures.prompts import input_fields
 from tests.scripted import act, field, final, run_program, scripted_lm, turn
 
 BAND, ALBUM, ACT = "Tinted Windows (band)", "Tinted Windows (album)", "Act of Congress"
 LISTS = ("requirements", "conclusions")
-
-
-def input_fields(prompt: str) -> list[str]:
-    """The input fields a JSONAdapter prompt declares, in order."""
-    block = prompt.split("Your input fields are:")[1].split("Your output fields are:")[0]
-    return re.findall(r"(?m)^\d+\. `(\w+)`", block)
 
 
 def described(signature) -> list[tuple[str, str]]:

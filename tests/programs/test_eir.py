@@ -2,16 +2,10 @@ import json
 
 import pytest
 
-from eir_dspy.paragraphs import Paragraph
 from programs.eir import EIR
+from tests.fixtures.pool import POOL, Q
 from tests.scripted import field, final, run_program, turn
 
-POOL = (
-    Paragraph("Tinted Windows (album)", ("Tinted Windows is the debut album of Tinted Windows.",), 0),
-    Paragraph("Tinted Windows (band)", ("Tinted Windows is a supergroup.", " Their first show was in Tulsa."), 1),
-    Paragraph("Act of Congress", ("Act of Congress is a group.",), 2),
-)
-Q = "The band who released the debut album Tinted Windows had their first performance in what city?"
 REQ = {"id": None, "text": "QQREQUIREMENT city of first show", "status": "open"}
 CONC = {"id": None, "claim": "QQCLAIM first show in Tulsa", "status": "supported",
         "citations": [{"title": "Tinted Windows (band)", "sentence": 1}]}

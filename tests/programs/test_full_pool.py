@@ -3,7 +3,7 @@ import dspy
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.lm import DecodingAdapter
 from programs import FullPool
-from tests.programs.test_eir import POOL, Q
+from tests.fixtures.pool import POOL, Q
 from tests.scripted import field, final, scripted_lm
 
 

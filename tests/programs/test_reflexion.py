@@ -7,8 +7,8 @@ from eir_dspy.accounting import Ledger, recording
 from eval.data.schema import Question
 from eval.runs.execute import run_question
 from programs import Direct, Reflexion
-from tests.programs.test_direct_prompt import input_fields
-from tests.programs.test_eir import POOL, Q
+from tests.fixtures.pool import POOL, Q
+from tests.fixtures.prompts import input_fields
 from tests.scripted import act, field, run_program, scripted_lm
 
 BAND = "Tinted Windows (band)"

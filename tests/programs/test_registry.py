@@ -17,7 +17,7 @@ from programs.registry import CORPUS_METHODS, METHODS, method_named, method_of
 from programs.result import MethodResult
 from programs.setting import SETTINGS
 from programs.trajectory_record import Method as TrajectoryMethod
-from tests.programs.test_eir import POOL, Q
+from tests.fixtures.pool import POOL, Q
 from tests.scripted import scripted_lm
 
 UNREADABLE = "I am not sure."  # every turn rejected, every final call unparsed: each method's whole shape

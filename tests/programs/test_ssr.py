@@ -1,12 +1,11 @@
 """SSR's control flow on a scripted LM: call counts, refinement, fallbacks, independent votes."""
 
-from programs import SSR, Direct
-from tests.programs.test_direct_prompt import input_fields
-from tests.programs.test_eir import POOL, Q
+from programs import Direct
+from tests.fixtures.pool import ACT, ALBUM, BAND, POOL, Q
+from tests.fixtures.prompts import input_fields
+from tests.fixtures.ssr_script import Script, judge, run
 from tests.scripted import act, field, run_program
 
-BAND, ALBUM, ACT = "Tinted Windows (band)", "Tinted Windows (album)", "Act of Congress"
-STEPS = {"facts": "nothing read yet", "justification": "the band page names the city", "action": "read the band page"}
 DIRECT_INPUTS = ["question", "unread_titles", "last_result"]
 
 
@@ -17,34 +16,6 @@ def role(prompt):
         if text in prompt:
             return name
     return "action"
-
-
-def judge(verdict="accept", correction="", confidence=0.9):
-    return {"verdict": verdict, "correction": correction, "confidence": confidence}
-
-
-class Script:
-    """Answers each role by its instructions; `verdicts[step]` lists the judgments of each vote in turn."""
-
-    def __init__(self, proposals, verdicts=None, refined=None):
-        self.proposals, self.verdicts, self.refined = list(proposals), verdicts or {}, list(refined or [])
-        self.seen: dict[str, int] = {}
-
-    def __call__(self, prompt):
-        if "Break the proposed action" in prompt:
-            return STEPS
-        if "Check one step" in prompt:
-            step = field(prompt, "step")
-            i = self.seen[step] = self.seen.get(step, -1) + 1
-            options = self.verdicts.get(step, [])
-            return options[i % len(options)] if options else judge()
-        if "A verifier found a wrong step" in prompt:
-            return self.refined.pop(0)
-        return self.proposals.pop(0)
-
-
-def run(script, budget=2, **options):
-    return run_program(SSR(budget=budget, **options), Q, POOL, script)
 
 
 def test_verification_always_runs_two_plus_nine_calls_per_turn_without_refinement():

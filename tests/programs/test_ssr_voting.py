@@ -91,7 +91,8 @@ def test_an_agreed_correction_needs_the_steps_own_qualifying_majority():
 def ssr_run(action_votes):
     """SSR on the scripted LM: the facts step qualifies (three agreeing rejections, the least confident step),
     its refinement is unusable twice, and the action step gets `action_votes` on every turn."""
-    from tests.programs.test_ssr import ACT, Script, judge, run
+    from tests.fixtures.pool import ACT
+    from tests.fixtures.ssr_script import Script, judge, run
 
     verdicts = {"facts": [judge("reject", "the album is by the band", 0.9)], "action": action_votes}
     script = Script([act("read", ACT), act("submit", answer="x")], verdicts, refined=["not json", "not json"])
@@ -100,7 +101,8 @@ def ssr_run(action_votes):
 
 
 def test_ssr_does_not_execute_a_lone_action_rejections_correction():
-    from tests.programs.test_ssr import ACT, BAND, judge
+    from tests.fixtures.pool import ACT, BAND
+    from tests.fixtures.ssr_script import judge
 
     # One of three verifiers rejects the action step with a usable correction; two accept it.
     pred, ledger = ssr_run([judge("reject", f"read: {BAND}", 0.9), judge(), judge()])
@@ -111,7 +113,8 @@ def test_ssr_does_not_execute_a_lone_action_rejections_correction():
 
 
 def test_ssr_falls_back_to_the_action_steps_agreed_correction_when_another_step_was_refined():
-    from tests.programs.test_ssr import BAND, judge
+    from tests.fixtures.pool import BAND
+    from tests.fixtures.ssr_script import judge
 
     # Two of three reject the action step and agree: it qualifies too, but the facts step is less certain.
     pred, _ = ssr_run([judge("reject", f"read: {BAND}", 0.6), judge("reject", f"read: {BAND}", 0.6), judge()])

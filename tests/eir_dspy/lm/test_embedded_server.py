@@ -17,7 +17,7 @@ import eval.run as run_module
 from eir_dspy.lm import embedded_server
 from eir_dspy.lm.embedded_server import EmbeddedServer, EngineError, ServerConfig, shared_server, stop_shared_server
 from eir_dspy.lm.engine_lock import EngineBusy, EngineLock, lock_path
-from tests.eval.runs.test_runner_stops import records_in, write_questions
+from tests.fixtures.served_runs import records_in, write_questions
 
 ROOT = Path(__file__).resolve().parents[3]
 FAKE = ROOT / "tests" / "fake_llama_server.py"

@@ -7,12 +7,12 @@ import pytest
 
 import eval.run as run_module
 from eir_dspy.accounting import PRICES, price_call
-from tests.eval.runs.test_runner_stops import (
+from tests.fake_openai import FakeOpenAI, eir_reply
+from tests.fixtures.served_runs import (
     N,
     fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
     write_questions,
 )
-from tests.fake_openai import FakeOpenAI, eir_reply
 
 
 def dead_url() -> str:

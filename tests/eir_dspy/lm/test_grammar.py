@@ -76,3 +76,38 @@ def test_the_reader_tells_a_newline_rule_from_the_one_line_rule():
 def test_a_keyword_the_grammar_cannot_hold_is_an_error_not_a_looser_grammar(schema):
     with pytest.raises(UnsupportedSchema):
         one_line_gbnf(json.dumps(schema))
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"a": {"type": "string"}}, "allOf": [{"required": ["a"]}]},
+    {"type": "array", "items": {"type": "string"}, "prefixItems": [{"const": "x"}]},
+    {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    {"type": "array", "maxItems": 2},  # a bound with no items schema to put it on
+    {"type": "string", "format": "email"},
+    {"type": "number", "minimum": 0, "maximum": 1},  # only an integer's bounds are read as none (see the module)
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b"]},
+    {"type": "object", "required": ["a"]},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}, "$defs": {}},
+    {"not": {"type": "null"}},
+    {"enum": []},  # a choice among nothing would be an empty group, which matches the empty string
+    {"oneOf": []},
+])
+def test_a_keyword_read_nowhere_is_an_error_too(schema):
+    with pytest.raises(UnsupportedSchema):
+        one_line_gbnf(json.dumps(schema))
+
+
+def test_a_list_of_types_keeps_the_schemas_other_keywords():
+    g = Grammar(one_line_gbnf(json.dumps({"type": ["string", "null"], "maxLength": 3})))
+    assert g.accepts('"abc"') and g.accepts("null")
+    assert not g.accepts('"abcd"')
+
+
+def test_a_const_or_enum_string_is_its_json_text_escapes_and_all():
+    values = ['say "hi"', "back\\slash", "line\nbreak\ttab", "Beyoncé 🦄", "\x01"]
+    g = Grammar(one_line_gbnf(json.dumps({"enum": values})))
+    for value in values:
+        assert g.accepts(json.dumps(value, ensure_ascii=False)), value
+    assert not g.accepts('"Beyonc\\u00e9 🦄"')  # non-ASCII as the character itself, as before
+    assert not g.accepts('"say "hi""') and not g.accepts('"line\nbreak\ttab"')  # no unescaped quote or newline
+    assert Grammar(one_line_gbnf(json.dumps({"const": 'a"b'}))).accepts('"a\\"b"')

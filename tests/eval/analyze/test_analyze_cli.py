@@ -12,13 +12,13 @@ import eval.run as run_module
 from eval.analyze import sources
 from eval.analyze.__main__ import main as analyze
 from eval.runs.logged_runs import SelectionError, select_runs
-from tests.eval.runs.test_runner import (
+from tests.fixtures.scripted_runs import (
     ARGS,
     direct_reply,
     fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
     reply,
-    use_lm,
 )
+from tests.scripted import use_lm
 
 
 def make_runs(monkeypatch) -> dict[str, str]:

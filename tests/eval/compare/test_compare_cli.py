@@ -7,13 +7,13 @@ import pytest
 
 import eval.compare.__main__ as compare_module
 import eval.run as run_module
-from tests.eval.runs.test_runner import (
+from tests.fixtures.scripted_runs import (
     ARGS,
     direct_reply,
     fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
     reply,
-    use_lm,
 )
+from tests.scripted import use_lm
 
 
 def make_runs(monkeypatch) -> dict[str, str]:
@@ -134,7 +134,7 @@ def test_stopped_runs_are_compared_on_the_questions_they_finished_only_when_aske
 
 
 def test_compare_prints_and_writes_the_warnings_of_a_degenerate_run(workdir, monkeypatch, capsys):
-    from tests.eval.runs.test_run_warnings import DIRECT_WARNINGS, nonsense
+    from tests.fixtures.scripted_runs import DIRECT_WARNINGS, nonsense
 
     use_lm(monkeypatch, reply)
     healthy = run_module.main(ARGS)["run_id"]

@@ -11,39 +11,14 @@ from eval.compare.families import Family, FamilyError, default_families, load_fa
 from eval.compare.pairs import compare, comparison_key
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.stats import holm
-from tests.eval.runs.test_runner import (
+from tests.fixtures.logged_runs import HOTPOT, WIKI, run
+from tests.fixtures.scripted_runs import (
     ARGS,
     direct_reply,
     fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
     reply,
-    use_lm,
 )
-
-HOTPOT, WIKI = ("hotpotqa", "local/m"), ("2wiki", "local/m")
-
-
-def record(qid: str, f1: float, calls: int = 2, gold: float = 1.0, reads: int = 1, lists: tuple[int, int] = (0, 0),
-           repairs: tuple[int, int] = (0, 0)) -> dict:
-    """`lists`: requirements and conclusions in the final lists; `repairs`: repair and refresh calls."""
-    requirements, conclusions = lists
-    return {"id": qid, "question": f"{qid}?", "gold": "g", "prediction": "p", "answer_f1": f1, "em": f1,
-            "support_f1": 0.0, "calls": calls, "prompt_tokens": 10, "completion_tokens": 1, "cost_usd": 0.0,
-            "evidence_titles": [], "gold_titles": ["G"], "gold_read_share": gold, "reads": reads,
-            "calls_by_role": {"action": calls - 1 - sum(repairs), "final": 1, "repair": repairs[0],
-                              "refresh": repairs[1]},
-            "trajectory": {"requirements": [{"id": f"r{i}"} for i in range(requirements)],
-                           "conclusions": [{"id": f"c{i}"} for i in range(conclusions)],
-                           "list_updates": {"applied": 0, "discarded": 0}}}
-
-
-def run(variant: str, f1s: list[float], budget: int = 6, label: str | None = None, ablation: str = "none",
-        column: tuple[str, str] = HOTPOT, setting: str = "pool", decoding: str = "schema", **per_question) -> LoggedRun:
-    """A run of `variant` (label: its first word); per_question: lists of record() arguments."""
-    label = label or variant.split()[0]
-    records = tuple(record(f"q{i}", f, **{k: v[i] for k, v in per_question.items()}) for i, f in enumerate(f1s))
-    sweep = " ".join(w for w in variant.split() if not w.startswith("H="))
-    return LoggedRun(f"{variant}-{column[0]}", "0", f"{variant} / {column[0]}", variant, *column, budget, 0, {}, records,
-                     sweep=sweep, label=label, ablation=ablation, setting=setting, decoding=decoding)
+from tests.scripted import use_lm
 
 
 def paper_grid_runs() -> list[LoggedRun]:

@@ -10,8 +10,8 @@ import eval.grid as grid_module
 from eval.compare.families import Family, FamilyError, load_families
 from eval.compare.pairs import compare
 from eval.scoring.stats import BOOTSTRAP_SEED, holm, mcnemar_exact
-from tests.eval.compare.test_families import run
-from tests.eval.grid.test_grid import BASE, bad
+from tests.fixtures.grids import BASE, bad
+from tests.fixtures.logged_runs import run
 
 GRIDS = Path(__file__).resolve().parents[3] / "grids"
 DATASETS, LMS = ("hotpotqa", "2wiki", "musique"), ("openai/gpt-4.1-mini", "anthropic/claude-haiku-4-5")

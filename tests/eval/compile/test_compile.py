@@ -27,7 +27,7 @@ from eval.runs import tracking
 from eval.runs.logged_runs import select_runs
 from eval.scoring.metrics import score_question
 from programs import EIR
-from tests.eval.runs.test_runner import write_data
+from tests.fixtures.scripted_runs import write_data
 from tests.scripted import field, final, scripted_lm, turn
 
 ROOT = Path(__file__).resolve().parents[3]

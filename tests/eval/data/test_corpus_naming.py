@@ -7,13 +7,13 @@ import mlflow
 
 import eval.run as run_module
 from eval.data.corpus import FULL, OFFLINE, PARTIAL, corpus_name, full_corpus_problem
-from tests.eval.grid.test_grid import write_full_index
-from tests.eval.runs.test_runner import (
+from tests.fixtures.grids import write_full_index
+from tests.fixtures.scripted_runs import (
     ARGS,
     corpus_reply,
     fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
-    use_lm,
 )
+from tests.scripted import use_lm
 
 
 def test_an_index_is_named_offline_partial_or_full(tmp_path, tiny_corpus):

@@ -17,7 +17,7 @@ from eval.runs.logged_runs import SelectionError, checked
 from eval.scoring.run_metrics import summarize
 from programs.registry import METHODS
 from programs.trajectory_record import Method, Trajectory
-from tests.eir_dspy.test_acceptance import POOL_Q
+from tests.fixtures.pool import POOL_Q_BAND_GOLD as POOL_Q
 from tests.scripted import scripted_lm
 
 UNREADABLE = "I am not sure."  # no method can read it: every turn is rejected, every final call unparsed

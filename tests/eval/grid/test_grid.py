@@ -20,70 +20,23 @@ from eval.runs.flags import parse_args
 from programs import EIR, SSR, Direct
 from programs.registry import method_named
 from tests.fake_openai import eir_reply
-from tests.programs.test_eir import POOL, Q
+from tests.fixtures.grids import (
+    BASE,
+    GRID,
+    N,
+    bad,
+    fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    write_full_index,
+)
+from tests.fixtures.pool import POOL, Q
 from tests.scripted import act, run_program, turn, use_lm
 
 ROOT = Path(__file__).resolve().parents[3]
-N = 3
 CALLS_PER_EIR_QUESTION = 3  # eir_reply: one read, a submit, the final call
-GRID = f"""
-experiment = "grid-test"
-n = {N}
-seed = 0
-datasets = ["hotpotqa"]
-lms = ["{DEFAULT_MODEL}"]
-budgets = [6]
-
-[data]
-hotpotqa = "data.jsonl"
-
-[run]
-max_tokens = 256
-
-[[methods]]
-method = "eir"
-budgets = [2, 6]
-
-[[methods]]
-method = "full_pool"
-
-[[families]]
-name = "h"
-compare = [["eir H=2", "eir"]]
-"""
-
-
-def write_full_index(root: Path, paragraphs: int = 5_233_329) -> Path:
-    """An index directory as far as a paper grid looks (its corpus.json): the paper's dump, its size."""
-    index = root / "enwiki-index"
-    index.mkdir(parents=True, exist_ok=True)
-    (index / "corpus.json").write_text(json.dumps({
-        "source": "enwiki-20171001-pages-meta-current-withlinks-abstracts.tar.bz2", "paragraphs": paragraphs}))
-    return index
-
-
 @pytest.fixture
 def full_index(tmp_path, monkeypatch):
     """$EIR_INDEX_DIR names the paper's corpus, so paper-corpus.toml loads (eval/grid/paper.py)."""
     monkeypatch.setenv("EIR_INDEX_DIR", str(write_full_index(tmp_path)))
-
-
-def write_questions(path: Path, n: int = N) -> None:
-    with open(path, "w") as f:
-        for i in range(n):
-            f.write(json.dumps({
-                "id": f"q{i}", "question": f"Where is fort number {i}?", "answer": "Varn", "type": "bridge",
-                "supporting_facts": {"title": [f"Fort {i}"], "sent_id": [0]},
-                "context": {"title": [f"Fort {i}", f"Other {i}"],
-                            "sentences": [[f"Fort {i} is in Varn."], ["Nothing here."]]},
-            }) + "\n")
-
-
-def fill_workdir(path: Path) -> None:
-    """What the `workdir` fixture (tests/conftest.py) writes for these tests: the questions, which the
-    grid's relative data path finds through $EIR_DATA_DIR (the fixture sets it), and the grid."""
-    write_questions(path / "data.jsonl")
-    (path / "grid.toml").write_text(GRID)
 
 
 @pytest.fixture
@@ -201,17 +154,7 @@ def test_a_failing_cell_is_reported_the_rest_run_and_the_grid_exits_1(workdir, m
     assert len(compared) == 1  # two finished runs: still compared
 
 
-def bad(tmp_path, text: str) -> str:
-    path = tmp_path / "bad.toml"
-    path.write_text(text)
-    with pytest.raises(grid_module.GridError) as exc:
-        grid_module.load_grid(path)
-    message = str(exc.value)
-    assert message.startswith(f"{path}: ")
-    return message
 
-
-BASE = 'experiment = "x"\nn = 2\ndatasets = ["hotpotqa"]\nlms = ["m"]\n'
 
 
 def test_validation_errors_name_the_file_and_the_entry(tmp_path):

@@ -11,8 +11,9 @@ import eval.grid as grid_module
 import eval.grid.__main__ as grid_command
 import eval.runs.lifecycle as lifecycle
 from eval.data.corpus import BUILD_FULL_INDEX, FULL_CORPUS_MIN_PARAGRAPHS, build_default_index
-from tests.eval.grid.test_grid import GRID, use_lm, write_full_index, write_questions
 from tests.fake_openai import eir_reply
+from tests.fixtures.grids import GRID, write_full_index, write_questions
+from tests.scripted import use_lm
 
 ROOT = Path(__file__).resolve().parents[3]
 PAPER_CORPUS = ROOT / "grids" / "paper-corpus.toml"

@@ -12,14 +12,14 @@ import pytest
 import eval.run as run_module
 from eval.runs import provenance
 from programs.registry import METHODS
-from tests.eval.runs.test_runner import (
+from tests.fixtures.scripted_runs import (
     ARGS,
     QUESTIONS,
     direct_reply,
     fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
     reply,
-    use_lm,
 )
+from tests.scripted import use_lm
 
 
 def slow(fn, seconds=0.3):

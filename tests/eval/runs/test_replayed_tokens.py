@@ -15,8 +15,8 @@ from pathlib import Path
 import mlflow
 import pytest
 
-from tests.eval.runs.test_runner_stops import records_in, write_questions
 from tests.fake_openai import FakeOpenAI, eir_reply
+from tests.fixtures.served_runs import records_in, write_questions
 
 ROOT = Path(__file__).resolve().parents[3]
 N = 6

@@ -14,9 +14,9 @@ import eval.run as run_module
 from eval.data.loaders import load_questions
 from eval.files.results_file import LOCK_NAME, ResultsFile
 from eval.runs.logged_runs import SelectionError, select_runs
-from tests.eval.runs.test_runner import QUESTIONS, fill_workdir, reply  # noqa: F401 (fill_workdir: the workdir fixture's)
-from tests.eval.runs.test_runner_stops import records_in, start_run, wait_for_records, write_questions
 from tests.fake_openai import FakeOpenAI, eir_reply
+from tests.fixtures.scripted_runs import QUESTIONS, fill_workdir, reply  # noqa: F401 (fill_workdir: the workdir fixture's)
+from tests.fixtures.served_runs import records_in, start_run, wait_for_records, write_questions
 from tests.scripted import use_lm
 
 

@@ -6,26 +6,14 @@ import mlflow
 import eval.run as run_module
 import eval.summary as summary
 from eval.runs import tracking
-from tests.eval.runs.test_runner import (
+from tests.fixtures.scripted_runs import (
     ARGS,
+    DIRECT_WARNINGS,
     fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    nonsense,
     reply,
-    use_lm,
 )
-
-
-def nonsense(prompt):
-    """A model that never writes JSON: every turn is rejected, nothing is read or submitted."""
-    return "no idea"
-
-
-# Direct on the three questions: six turns each (H = 6, the submit included), every one rejected.
-DIRECT_WARNINGS = [
-    "direct: 100% of turns rejected (18 of 18; main cause not_json: 18)",
-    "direct: almost no paragraphs read (0.0 a question; 3 of 3 questions read none, main cause every turn rejected: 3)",
-    "direct: 3 of 3 episodes ended without a submission (main cause every turn rejected: 3)",
-    "direct: every answer is empty (3 of 3; main cause no submission: 3)",
-]
+from tests.scripted import use_lm
 
 
 def test_a_degenerate_run_prints_its_warnings_and_logs_them_as_tags_and_metrics(workdir, monkeypatch, capsys):

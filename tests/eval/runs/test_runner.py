@@ -7,49 +7,15 @@ import pytest
 
 import eval.run as run_module
 import eval.summary as summary
-from tests.scripted import final, turn, use_lm
-
-QUESTIONS = [
-    ("q1", "Who founded Blue Moth?", "Lena Osk"),
-    ("q2", "Where is Fort Ban?", "Varn"),
-    ("q3", "When did Red Moth form?", "1999"),
-]
-
-
-def write_data(path, items=QUESTIONS):
-    """HotpotQA-shaped records, one gold and one distractor paragraph each; returns the path."""
-    with open(path, "w") as f:
-        for qid, question, answer in items:
-            f.write(json.dumps({
-                "id": qid, "question": question, "answer": answer, "type": "bridge", "level": "hard",
-                "supporting_facts": {"title": [f"{qid} gold"], "sent_id": [0]},
-                "context": {"title": [f"{qid} distractor", f"{qid} gold"],
-                            "sentences": [["Nothing here."], [f"The answer is {answer}."]]},
-            }) + "\n")
-    return path
-
-
-def reply(prompt, interrupt_on=None):
-    """Read once (by a bad title, so the pool fallback reads the first paragraph), then submit;
-    the final call answers q1 and q3 correctly and q2 wrongly."""
-    question = prompt.rsplit("[[ ## question ## ]]", 1)[1].split("[[ ##")[0].strip()
-    if interrupt_on and interrupt_on in question:
-        raise KeyboardInterrupt  # the run is killed half way
-    if "[[ ## evidence ## ]]" in prompt:
-        answers = {q: a for _, q, a in QUESTIONS}
-        title = next(qid for qid, q, _ in QUESTIONS if q == question) + " distractor"
-        return final("wrong" if question == QUESTIONS[1][1] else answers[question], [(title, 0)])
-    if "reads left" in prompt.rsplit("[[ ## last_result ## ]]", 1)[1]:
-        return turn("submit", answer="ignored")
-    return turn("read", "no such title")
-
-
-def fill_workdir(path):
-    """What the `workdir` fixture (tests/conftest.py) writes for these tests: the three questions."""
-    write_data(path / "data.jsonl")
-
-
-ARGS = ["--data", "data.jsonl", "--limit", "3", "--seed", "0", "--experiment", "test"]
+from tests.fixtures.scripted_runs import (
+    ARGS,
+    QUESTIONS,
+    corpus_reply,
+    direct_reply,
+    fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    reply,
+)
+from tests.scripted import use_lm
 
 
 def test_run_logs_params_metrics_and_per_question_table(workdir, monkeypatch):
@@ -126,24 +92,6 @@ def test_trace_flag_logs_dspy_traces(workdir, monkeypatch):
     assert len(traces) >= 1 and out["metrics"]["n"] == 1.0
 
 
-def direct_reply(prompt):
-    """Direct-style: read the gold page by title on turn 1, then submit; right on q1 and q3 (by trial 2)."""
-    from tests.scripted import act, field
-
-    if "`reflection`" in prompt:
-        return {"reflection": "try again"}
-    question = field(prompt, "question")
-    qid, _, answer = next(x for x in QUESTIONS if x[1] == question)
-    # Direct's first turn has nothing in its last result; SSR's and Reflexion's trajectory starts at turn 1.
-    first = (field(prompt, "last_result").startswith("(nothing yet") if "[[ ## last_result ## ]]" in prompt
-             else field(prompt, "trajectory").startswith("Now turn 1"))
-    if first:
-        return act("read", f"{qid} gold")
-    second_trial = "Attempt 1: try again" in prompt
-    right = qid == "q1" or (qid == "q3" and second_trial)
-    return act("submit", answer=answer if right else "wrong", citations=[(f"{qid} gold", 0)])
-
-
 def test_reflexion_logs_oracle_and_first_trial_as_two_runs(workdir, monkeypatch):
     use_lm(monkeypatch, direct_reply)
     out = run_module.main(ARGS + ["--method", "reflexion", "--trials", "2"])
@@ -179,22 +127,6 @@ def test_ssr_options_are_logged_only_for_ssr(workdir, monkeypatch):
     assert out["metrics"]["calls_per_question"] == 2 * (2 + 3 * 2)
     direct = run_module.main(ARGS + ["--method", "direct", "--limit", "1"])
     assert "votes" not in mlflow.get_run(direct["run_id"]).data.params
-
-
-def corpus_reply(prompt):
-    """Search the question's words, read the gold paragraph's id, submit; the final call answers."""
-    question = prompt.rsplit("[[ ## question ## ]]", 1)[1].split("[[ ##")[0].strip()
-    qid = next(qid for qid, q, _ in QUESTIONS if q == question)
-    if "[[ ## evidence ## ]]" in prompt:
-        return final({q: a for _, q, a in QUESTIONS}[question], [(f"{qid} gold", 0)])
-    found = prompt.rsplit("[[ ## search_results ## ]]", 1)[1].split("[[ ##")[0]
-    last = prompt.rsplit("[[ ## last_result ## ]]", 1)[1]
-    if "nothing yet" in last:
-        return {"requirement_updates": [], "conclusion_updates": [], "action": {"kind": "search", "query": f"{qid} gold"}}
-    if last.lstrip().startswith("Read"):
-        return turn("submit", answer="ignored")
-    gold_id = next(line.split(" | ")[0].strip() for line in found.splitlines() if line.endswith(f"{qid} gold"))
-    return {"requirement_updates": [], "conclusion_updates": [], "action": {"kind": "read", "paragraph_id": gold_id}}
 
 
 def test_corpus_setting_builds_the_offline_index_searches_and_logs_the_setting(workdir, monkeypatch):

@@ -3,13 +3,8 @@ question, a request timeout, resuming (wall time, Reflexion's pair of runs). The
 OpenAI-compatible server on loopback, reached through DSPy and LiteLLM as an API model would be."""
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
-import uuid
-from pathlib import Path
 
 import mlflow
 import pytest
@@ -20,62 +15,20 @@ from eval.runs import tracking
 from eval.runs.logged_runs import select_runs
 from eval.runs.scheduler import FailureWatch
 from tests.fake_openai import FakeOpenAI, eir_reply
+from tests.fixtures.served_runs import (
+    N,
+    fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
+    records_in,
+    start_run,
+    wait_for_records,
+    write_questions,
+)
 from tests.scripted import use_lm
-
-ROOT = Path(__file__).resolve().parents[3]
-N = 12
-
-
-def write_questions(path: Path, n: int = N, duplicate: bool = False) -> None:
-    # A fresh word in every question keeps DSPy's on-disk response cache (on for API models) from
-    # answering these prompts from an earlier test run.
-    nonce = uuid.uuid4().hex[:8]
-    with open(path, "w") as f:
-        for i in range(n):
-            qid = "q0" if duplicate and i == n - 1 else f"q{i}"
-            f.write(json.dumps({
-                "id": qid, "question": f"Where is fort number {i} ({nonce})?", "answer": "Varn", "type": "bridge",
-                "supporting_facts": {"title": [f"Fort {i}"], "sent_id": [0]},
-                "context": {"title": [f"Fort {i}", f"Other {i}"],
-                            "sentences": [[f"Fort {i} is in Varn."], ["Nothing here."]]},
-            }) + "\n")
-
-
-def fill_workdir(path: Path) -> None:
-    """What the `workdir` fixture (tests/conftest.py) writes for these tests: N fresh questions."""
-    write_questions(path / "data.jsonl")
 
 
 def fake_args(fake: FakeOpenAI, *extra: str) -> list[str]:
     return ["--lm", "openai/fake", "--api-base", fake.url, "--data", "data.jsonl", "--limit", str(N),
             "--experiment", "test", *extra]
-
-
-def start_run(workdir: Path, args: list[str]) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "eval.run", *args], cwd=workdir, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def results_file(workdir: Path) -> Path | None:
-    found = list((workdir / "runs").glob("*/results.jsonl")) if (workdir / "runs").exists() else []
-    return found[0] if found else None
-
-
-def wait_for_records(workdir: Path, count: int, proc: subprocess.Popen, timeout: float = 120) -> Path:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        path = results_file(workdir)
-        if path is not None and len(path.read_text().splitlines()) >= count:
-            return path
-        if proc.poll() is not None:
-            raise AssertionError(f"the run ended early:\n{proc.stderr.read()}")
-        time.sleep(0.05)
-    raise AssertionError(f"fewer than {count} records after {timeout} s")
-
-
-def records_in(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]  # every line parses: nothing torn
 
 
 @pytest.mark.slow  # eval.run in a subprocess, a loopback server

@@ -11,12 +11,12 @@ from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval import genai_eval
 from eval.runs import traces, tracking
 from eval.runs.logged_runs import select_runs
-from tests.eval.runs.test_runner import (
+from tests.fixtures.scripted_runs import (
     ARGS,
     fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
     reply,
-    use_lm,
 )
+from tests.scripted import use_lm
 
 
 def run_traces(run_id: str) -> list:
