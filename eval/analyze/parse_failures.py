@@ -31,7 +31,7 @@ from eir_dspy import rejection
 from eir_dspy.acceptance import DEFAULT_FENCE_READING, FENCE_READING_TEXT
 from eval.analyze.report import Context, Report, run_cells, run_key
 from eval.compare.pairs import records_by_id
-from eval.files.question_record import QuestionRecord
+from eval.files.question_record import QuestionRecord, as_records
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.formatting import fmt_p, interval, markdown, pct, short_lm
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
@@ -49,8 +49,9 @@ COUNTING = ("per question: the output the method is scored on (a submit method's
 FENCES = f"{DEFAULT_FENCE_READING}: {FENCE_READING_TEXT[DEFAULT_FENCE_READING]}"
 
 
-def status(record: QuestionRecord) -> str:
-    """readable, unreadable or failed (raised before an output was recorded)."""
+def status(record: dict | QuestionRecord) -> str:
+    """readable, unreadable or failed (raised before an output was recorded), of a record or a results line."""
+    [record] = as_records([record])
     trajectory = record.trajectory
     if record.error or trajectory is None:
         return FAILED

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from eir_dspy import rejection
 from eval.analyze.report import Context, Report, run_cells, run_key
-from eval.files.question_record import QuestionRecord
+from eval.files.question_record import QuestionRecord, as_records
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.formatting import markdown
 
@@ -43,10 +43,10 @@ def category(cause: str) -> str:
     return next((name for name, causes in CATEGORIES.items() if cause in causes), OTHER)
 
 
-def by_category(records: tuple[QuestionRecord, ...]) -> tuple[int, Counter, Counter]:
-    """(recorded actions, rejections by category, the causes that fell into "other")."""
+def by_category(records: list[dict | QuestionRecord]) -> tuple[int, Counter, Counter]:
+    """(recorded actions, rejections by category, the causes that fell into "other"), of records or results lines."""
     actions, counts, other = 0, Counter(), Counter()
-    for r in records:
+    for r in as_records(records):
         actions += r.turns
         for cause, k in (r.rejections_by_cause or {}).items():
             counts[category(cause)] += k
