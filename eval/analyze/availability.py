@@ -12,13 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval.analyze.report import POOLED, Context, Report, pooled_run
-from eval.compare.error_analysis import (
-    Availability,
-    evidence_availability,
-    missing_gold,  # noqa: F401 (F.1's count per error, read here by name)
-)
-from eval.compare.plots import availability_shares
+from eval.analyze.report import POOLED, Context, Report, pooled_run, run_cells
+from eval.compare.error_analysis import Availability, evidence_availability
+from eval.compare.plots import availability_shares, run_label
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.formatting import markdown, pct
 from eval.scoring.stats import proportion
@@ -39,7 +35,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
             report.notes.append(f"{run.name}: {found.failed} failed question(s) left out of the errors")
         rows.append(_row(found, report))
         n = len(run.records)
-        shares.append((f"{run.method}\n{run.dataset}\n{run.lm.rsplit('/', 1)[-1]}",
+        shares.append((run_label(run),
                        found.exact / n, found.all_gold_read / n, found.incomplete / n))
     if len(ordered) > 1:  # the paper's pooled row: every run's questions together
         rows.append(_row(evidence_availability(pooled_run(ordered)), report))
@@ -59,11 +55,10 @@ def _row(found: Availability, report: Report) -> list[str]:
     run, missing = found.run, found.missing
     incomplete = proportion(found.incomplete, found.errors)
     by_count = [sum(m == 1 for m in missing), sum(m == 2 for m in missing), sum(m >= 3 for m in missing)]
-    key = "/".join((run.method, run.dataset, run.lm))
-    report.metrics.update({
-        f"errors/{key}": found.errors, f"incomplete/{key}": incomplete.k, f"incomplete_share/{key}": incomplete.share,
-        f"incomplete_ci_low/{key}": incomplete.low, f"incomplete_ci_high/{key}": incomplete.high,
-        **{f"missing_{k}/{key}": v for k, v in zip(("1", "2", "3plus"), by_count)}})
-    return [run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(len(run.records)), str(found.errors),
+    report.keyed("/".join((run.method, run.dataset, run.lm)), {
+        "errors": found.errors, "incomplete": incomplete.k, "incomplete_share": incomplete.share,
+        "incomplete_ci_low": incomplete.low, "incomplete_ci_high": incomplete.high,
+        **{f"missing_{k}": v for k, v in zip(("1", "2", "3plus"), by_count)}})
+    return [*run_cells(run), str(len(run.records)), str(found.errors),
             str(found.errors - incomplete.k), str(incomplete.k), pct(incomplete.share),
             f"[{pct(incomplete.low)}, {pct(incomplete.high)}]", *map(str, by_count)]

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from eval.analyze.report import Context, Report, corpus_note
-from eval.files.question_record import QuestionRecord, from_legacy
-from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.analyze.report import Context, Report, corpus_note, run_cells, run_key
+from eval.files.question_record import QuestionRecord
+from eval.runs.logged_runs import LoggedRun
 from eval.scoring.formatting import markdown, number, pct
 
 NAME = "calls-after-support"
@@ -37,17 +37,14 @@ NOTE = ("n: the questions analysed (not raised, with annotated support). Support
 ROLES = ("action", "final", "reflect", "decompose", "verify", "refine", "repair", "refresh", "select")
 
 
-def trials_of(record: dict | QuestionRecord) -> list[list[dict]] | None:
+def trials_of(record: QuestionRecord) -> list[list[dict]] | None:
     """The record's action turns, one list per trial in the order they ran (one list for a
-    single-episode method), or None when the record holds no turns (Full Pool; an old
-    reflexion_first record, which points at the oracle run)."""
-    trajectory = from_legacy(record).trajectory
-    return trajectory.episodes() if trajectory is not None else None
+    single-episode method), or None when the record holds no turns (Full Pool)."""
+    return record.trajectory.episodes() if record.trajectory is not None else None
 
 
-def calls_after_support(record: dict | QuestionRecord, trials: list[list[dict]]) -> Counter | None:
+def calls_after_support(record: QuestionRecord, trials: list[list[dict]]) -> Counter | None:
     """The calls made after one trial had read every supporting paragraph, by role; None if no trial did."""
-    record = from_legacy(record)
     for turns in trials:
         unread = set(record.gold_titles)  # each trial starts with nothing read
         for turn in turns:
@@ -66,20 +63,13 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         # Questions that raised have no trajectory; questions with no annotated support have nothing to read.
         usable = [(r, trials_of(r)) for r in run.question_records if not r.error and r.gold_titles]
         if not any(trials and any(trials) for _, trials in usable):
-            report.notes.append(f"skipped {run.run_id} ({run.name}): its records hold no action turns "
-                                "(Full Pool reads nothing turn by turn; reflexion_first: see its reflexion_oracle run)")
+            report.skipped(run, "its records hold no action turns (Full Pool reads nothing turn by turn)")
             continue
-        if any("calls_made" not in t or t["calls_made"] is None
-               for _, trials in usable for turns in trials or () for t in turns):
-            raise SelectionError(f"run {run.run_id} ({run.name}) was recorded before turns held 'calls_made'; "
-                                 "rerun it with this version of eval.run")
         skipped = len(run.records) - len(usable)
         if skipped:
             report.notes.append(f"{run.run_id} ({run.name}): {skipped} questions left out (raised before an "
                                 "episode was recorded, or no annotated supporting paragraph)")
-        key = "/".join((run.method, run.dataset, run.lm))
-        key += f"/{run.run_id}" if key in taken else ""  # two runs of one condition stay apart
-        taken.add(key)
+        key = run_key(run, taken)
         after = [calls_after_support(r, trials or []) for r, trials in usable]
         results.append((run, key, len(usable), [c for c in after if c is not None],
                         sum(len(r.lm_calls) for r, _ in usable)))
@@ -91,11 +81,11 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         mean = total / len(counters) if counters else float("nan")
         by_role = {role: sum(c[role] for c in counters) / len(counters) if counters else float("nan") for role in roles}
         share = total / calls if calls else float("nan")
-        rows.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(n), str(len(counters)),
-                     str(n - len(counters)), number(mean, 2), *(number(by_role[r], 2) for r in roles), pct(share)])
-        report.metrics.update({f"support_read/{key}": len(counters), f"support_never_read/{key}": n - len(counters),
-                               f"calls_after_support_mean/{key}": mean, f"calls_after_support_share/{key}": share,
-                               **{f"calls_after_support_{r}/{key}": v for r, v in by_role.items()}})
+        rows.append([*run_cells(run), str(n), str(len(counters)), str(n - len(counters)), number(mean, 2),
+                     *(number(by_role[r], 2) for r in roles), pct(share)])
+        report.keyed(key, {"support_read": len(counters), "support_never_read": n - len(counters),
+                           "calls_after_support_mean": mean, "calls_after_support_share": share,
+                           **{f"calls_after_support_{r}": v for r, v in by_role.items()}})
     head = ["method", "dataset", "LM", "n", "support read", "never read", "calls after/q",
             *(f"{r}/q" for r in roles), "% of calls"]
     report.tables["table21_calls_after_support.md"] = (

@@ -18,13 +18,11 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import mean
 
+from eval.analyze import recovery
 from eval.analyze.model_selected import KEEP_ANSWER, extra_reads
-from eval.analyze.recovery import answering_runs, calls_added, calls_row, calls_table, rescored, run_step
-from eval.analyze.report import POOLED, Context, Report, pooled_run
-from eval.analyze.sources import questions_of, require_fields
-from eval.files.question_record import QuestionRecord, as_records
+from eval.analyze.report import POOLED, Context, Report, run_cells
 from eval.runs.logged_runs import LoggedRun
-from eval.scoring.formatting import markdown
+from eval.scoring.formatting import interval, markdown
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap
 from programs.extra_reads import MAX_EXTRA_READS
 
@@ -32,6 +30,7 @@ NAME = "extra-retrieval"
 PAPER = "F.4, Table 17"
 SUMMARY = "every EIR question may get one model-chosen extra read (0-2 titles) and a re-answer (LM calls)"
 CALLS_LM = True
+STEP = NAME  # its call log
 
 
 PAPER_CALLS_NOTE = (
@@ -49,23 +48,10 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report(params={"max_extra_reads": MAX_EXTRA_READS, "selection": "optional (0-2 titles)",
                             "select_rounds": 1, "no_read": KEEP_ANSWER,
                             "paper_calls_added": PAPER_CALLS_NOTE})
-    rows, scores_rows, cost, pooled = [], [], [], []
-    for run in answering_runs(runs, report):
-        records = [r for r in as_records(require_fields(run, "evidence")) if not r.error]
-        questions = questions_of(run, context.data)
-        done = run_step("extra-retrieval", run, records, extra_reads(optional=True, answer_without_read=False), context)
-        entries = [done[r.id] for r in records]
-        after = [rescored(questions[r.id], e) for r, e in zip(records, entries)]
-        row, scores_row = _rows(run, records, entries, after, context, report)
-        rows.append(row)
-        scores_rows.append(scores_row)
-        pooled.append((run, records, entries, after))
-        cost.append(calls_row(run, "extra-retrieval", entries))
-    if len(pooled) > 1:  # the paper's pooled row: every run's questions together
-        records, entries, after = ([x for p in pooled for x in p[i]] for i in (1, 2, 3))
-        row, scores_row = _rows(pooled_run([p[0] for p in pooled]), records, entries, after, context, report)
-        rows.append(row)
-        scores_rows.append(scores_row)
+    work = extra_reads(optional=True, answer_without_read=False)
+    reruns = [recovery.rerun(run, [r for r in run.question_records if not r.error], context,
+                             {STEP: (STEP, work, None)}) for run in recovery.answering_runs(runs, report)]
+    rows, scores_rows = zip(*(_rows(x, context, report) for x in recovery.with_pooled(reruns)))
     report.tables["table17_extra_retrieval.md"] = (
         "# Table 17 (F.4): one optional extra retrieval step\n\n"
         + markdown(["method", "dataset", "LM", "n", "F1 before", "F1 after", "ΔF1 [95% CI]", "EM before", "EM after",
@@ -80,13 +66,13 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
           "recorded answer stands: one select/read round, so calls added/q is 1 select + the read-more share). "
           f"{PAPER_CALLS_NOTE} Gold recall: share of annotated supporting paragraphs read. {POOLED}: every run's "
           "questions pooled (with more than one run).\n"
-        + "\n## Calls the analysis added\n\n" + calls_table(cost) + "\n")
+        + "\n## Calls the analysis added\n\n" + recovery.calls_table(recovery.calls_rows(reruns)) + "\n")
     return report
 
 
-def _rows(run: LoggedRun, records: list[QuestionRecord], entries: list[dict], after: list[dict], context: Context,
-          report: Report) -> tuple[list[str], list[str]]:
+def _rows(x: recovery.Rerun, context: Context, report: Report) -> tuple[list[str], list[str]]:
     """Table 17's two rows for one run (or the pooled one): answers, then reads, support and calls."""
+    records, entries, after = x.records, x.entries[STEP], x.scores[STEP]
     f1 = paired_bootstrap([100 * r.answer_f1 for r in records], [100 * s["answer_f1"] for s in after],
                           context.resamples, context.seed)
     em = mcnemar_exact([r.em >= 1 for r in records], [s["em"] >= 1 for s in after])
@@ -95,26 +81,24 @@ def _rows(run: LoggedRun, records: list[QuestionRecord], entries: list[dict], af
     recall_before = [gold_recall(r.gold_titles, set(r.evidence_titles)) for r in records]
     recall_after = [gold_recall(r.gold_titles, set(r.evidence_titles) | set(e["read"]))
                     for r, e in zip(records, entries)]
-    added = calls_added(entries)
+    added = recovery.calls_added(entries)
     n = len(records)
     requested = sum(bool(e["selected"]) for e in entries)
     read_ok = sum(bool(e["read"]) for e in entries)
-    lm = run.lm.rsplit("/", 1)[-1]
-    row = [run.method, run.dataset, lm, str(n), f"{100 * mean(r.answer_f1 for r in records):.1f}",
-           f"{100 * mean(s['answer_f1'] for s in after):.1f}", f"{f1.diff:+.1f} [{f1.low:+.1f}, {f1.high:+.1f}]",
+    row = [*run_cells(x.run), str(n), f"{100 * mean(r.answer_f1 for r in records):.1f}",
+           f"{100 * mean(s['answer_f1'] for s in after):.1f}", interval(f1),
            f"{100 * mean(r.em for r in records):.1f}", f"{100 * mean(s['em'] for s in after):.1f}",
            str(em.c), str(em.b), f"{em.p:.4f}"]
-    scores_row = [run.method, run.dataset, lm, f"{100 * requested / n:.1f}", f"{100 * read_ok / n:.1f}",
+    scores_row = [*run_cells(x.run), f"{100 * requested / n:.1f}", f"{100 * read_ok / n:.1f}",
                   f"{100 * mean(r.support_f1 for r in records):.1f}",
                   f"{100 * mean(s['support_f1'] for s in after):.1f}",
-                  f"{sp.diff:+.1f} [{sp.low:+.1f}, {sp.high:+.1f}]",
+                  interval(sp),
                   f"{100 * mean(recall_before):.1f}", f"{100 * mean(recall_after):.1f}", str(added["calls"]),
                   f"{added['calls'] / n:.2f}", f"{mean(r.calls for r in records):.2f}",
                   f"{mean(r.calls for r in records) + added['calls'] / n:.2f}"]
-    key = f"{NAME}/{run.method}/{run.dataset}/{run.lm}"
-    report.metrics.update({f"f1_diff/{key}": f1.diff, f"f1_ci_low/{key}": f1.low, f"f1_ci_high/{key}": f1.high,
-                           f"em_gained/{key}": em.c, f"em_lost/{key}": em.b, f"mcnemar_p/{key}": em.p,
-                           f"requested_share/{key}": requested / n, f"read_share/{key}": read_ok / n,
-                           f"support_f1_diff/{key}": sp.diff, f"gold_recall_after/{key}": 100 * mean(recall_after),
-                           f"calls_added/{key}": added["calls"], f"calls_added_per_question/{key}": added["calls"] / n})
+    report.keyed(f"{NAME}/{x.run.method}/{x.run.dataset}/{x.run.lm}", {
+        "f1_diff": f1.diff, "f1_ci_low": f1.low, "f1_ci_high": f1.high, "em_gained": em.c, "em_lost": em.b,
+        "mcnemar_p": em.p, "requested_share": requested / n, "read_share": read_ok / n, "support_f1_diff": sp.diff,
+        "gold_recall_after": 100 * mean(recall_after), "calls_added": added["calls"],
+        "calls_added_per_question": added["calls"] / n})
     return row, scores_row

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval.analyze.report import Context, Report, corpus_note
+from eval.analyze.report import Context, Report, corpus_note, run_cells, run_key
 from eval.data.schema import Question
-from eval.files.question_record import QuestionRecord, as_records
+from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun, SelectionError
-from eval.scoring.formatting import fmt_p, markdown
+from eval.scoring.formatting import fmt_p, interval, markdown
 from eval.scoring.metrics import score_question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap
 from programs import names
@@ -42,10 +42,10 @@ def answer_scores(record: QuestionRecord, dataset: str, answer: str) -> tuple[fl
     return scores["answer_f1"], scores["em"]
 
 
-def split(records: tuple[dict | QuestionRecord, ...]) -> tuple[list[QuestionRecord], int, int, int]:
+def split(records: tuple[QuestionRecord, ...]) -> tuple[list[QuestionRecord], int, int, int]:
     """The eligible records, and how many were excluded as forced, empty or failed."""
     eligible, forced, empty, failed = [], 0, 0, 0
-    for r in as_records(records):
+    for r in records:
         if r.trajectory is None:
             failed += 1  # the question raised before EIR returned: no episode was recorded
         elif r.trajectory.submitted is None:
@@ -72,22 +72,17 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report.notes += corpus_note("H.4", eir)
     for run in runs:
         if run not in eir:
-            report.notes.append(f"skipped {run.run_id} ({run.name}): {run.label} is not EIR; only EIR submits an "
-                                "answer it then re-answers")
+            report.skipped(run, f"{run.label} is not EIR; only EIR submits an answer it then re-answers")
     if not eir:
         raise SelectionError("final-vs-submitted needs EIR runs; none among the selected runs")
     rows, seen = [], set()
     for run in sorted(eir, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
-        eligible, forced, empty, failed = split(run.records)
-        lm = run.lm.rsplit("/", 1)[-1]
-        key = f"{run.method}/{run.dataset}/{run.lm}"
-        if key in seen:  # two runs of one condition: keep both, apart in the metrics
-            key += f"/{run.run_id}"
-        seen.add(key)
+        eligible, forced, empty, failed = split(run.question_records)
+        key = run_key(run, seen)
         counts = {"n": len(run.records), "eligible": len(eligible), "excluded_forced": forced,
                   "excluded_empty": empty, "excluded_failed": failed}
-        report.metrics.update({f"{k}/{key}": v for k, v in counts.items()})
-        head = [run.method, run.dataset, lm, *map(str, counts.values())]
+        report.keyed(key, counts)
+        head = [*run_cells(run), *map(str, counts.values())]
         if not eligible:
             report.notes.append(f"{run.run_id} ({run.name}): no question with an accepted non-empty submission")
             rows.append(head + ["–"] * 12)
@@ -107,9 +102,9 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
                   "f1_wins": len(wins), "f1_losses": len(losses), "f1_ties": ties,
                   "f1_mean_gain": sum(wins) / len(wins) if wins else float("nan"),
                   "f1_mean_loss": sum(losses) / len(losses) if losses else float("nan")}
-        report.metrics.update({f"{k}/{key}": v for k, v in values.items()})
+        report.keyed(key, values)
         rows.append(head + [f"{values['f1_submitted']:.1f}", f"{values['f1_final']:.1f}",
-                            f"{delta.diff:+.1f} [{delta.low:+.1f}, {delta.high:+.1f}]", fmt_p(delta.p),
+                            interval(delta), fmt_p(delta.p),
                             f"{values['em_submitted']:.1f}", f"{values['em_final']:.1f}", str(em.c), str(em.b),
                             fmt_p(em.p), f"{len(wins)} / {len(losses)} / {ties}",
                             _signed(values["f1_mean_gain"], "+"), _signed(values["f1_mean_loss"], "−")])

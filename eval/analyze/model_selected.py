@@ -16,20 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from eir_dspy.evidence import EvidenceStore
-from eval.analyze.added_support import POOLED_NOTE, conversions, pool
-from eval.analyze.recovery import (
-    CONVERSION_HEAD,
-    CONVERSION_NOTE,
-    answering_runs,
-    calls_row,
-    calls_table,
-    control,
-    incomplete_errors,
-    rescored,
-    run_step,
-)
-from eval.analyze.report import Context, Report
-from eval.analyze.sources import questions_of
+from eval.analyze import recovery
+from eval.analyze.report import Context, Report, run_cells
 from eval.data.schema import Question
 from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
@@ -69,35 +57,15 @@ def extra_reads(optional: bool, answer_without_read: bool):
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report(params={"arms": "control, model-selected", "max_extra_reads": MAX_EXTRA_READS,
                             "select_rounds": 1, "no_read": NO_READ})
-    rows, cost, reads, pooled = [], [], [], []
-    for run in answering_runs(runs, report):
-        errors = incomplete_errors(run)
-        if not errors:
-            report.notes.append(f"{run.name}: no EM error with incomplete evidence, nothing to rerun")
-            continue
-        questions = questions_of(run, context.data)
-        reruns = {"control": run_step("control", run, errors, control, context),
-                  "model-selected": run_step("model-selected", run, errors,
-                                             extra_reads(optional=False, answer_without_read=True), context,
-                                             current=_current)}
-        scores = {arm: [rescored(questions[r.id], done[r.id]) for r in errors] for arm, done in reruns.items()}
-        rows += conversions(run, errors, scores, context, report, NAME)
-        picked = [reruns["model-selected"][r.id] for r in errors]
-        reads.append(_reads_row(run, errors, picked, scores["model-selected"], report))
-        pooled.append((run, errors, scores, picked))
-        cost += [calls_row(run, step, [reruns[step][r.id] for r in errors])
-                 for step in ("control", "model-selected")]
-    if len(pooled) > 1:  # the paper's pooled rows: every run's errors together
-        run, errors, scores = pool([p[:3] for p in pooled])
-        rows += conversions(run, errors, scores, context, report, NAME)
-        reads.append(_reads_row(run, errors, [e for p in pooled for e in p[3]], scores["model-selected"], report))
+    reruns = recovery.rerun_errors(runs, context, report, "model-selected", "model-selected",
+                          extra_reads(optional=False, answer_without_read=True), current=_current)
+    rows = [row for x in recovery.with_pooled(reruns) for row in recovery.conversion_rows(x, context, report, NAME)]
     report.rows[TABLE] = rows
-    report.rows[READS] = reads
+    report.rows[READS] = reads = [_reads_row(x, report) for x in recovery.with_pooled(reruns)]
     report.tables[TABLE] = (
-        "# Table 16 (F.3): model-selected extra reads after a failure\n\n" + markdown(CONVERSION_HEAD, rows) + "\n\n"
-        + CONVERSION_NOTE.format(resamples=context.resamples, seed=context.seed) + POOLED_NOTE
+        "# Table 16 (F.3): model-selected extra reads after a failure\n\n" + recovery.conversion_table(rows, context)
         + "\n\n## What was read\n\n" + markdown(READS_HEAD, reads) + "\n\n" + READS_NOTE
-        + "\n\n## Calls the analysis added\n\n" + calls_table(cost) + "\n")
+        + "\n\n## Calls the analysis added\n\n" + recovery.calls_table(recovery.calls_rows(reruns)) + "\n")
     return report
 
 
@@ -119,20 +87,19 @@ READS_NOTE = ("A successful extra read: at least one picked title matched an unr
               "successful read).")
 
 
-def _reads_row(run: LoggedRun, errors: list[QuestionRecord], picked: list[dict], after: list[dict],
-               report: Report) -> list[str]:
+def _reads_row(x: recovery.Rerun, report: Report) -> list[str]:
     """What the selections read: unparseable, a successful read, a final call without one, a missing supporting
     paragraph among the reads, and exact answers with and without a successful read."""
+    picked, after = x.entries["model-selected"], x.scores["model-selected"]
     read_ok = [bool(p["read"]) for p in picked]
     unchanged = [not ok and p["answered"] for ok, p in zip(read_ok, picked)]
     gold_found = [bool(set(p["read"]) & (set(r.gold_titles) - set(r.evidence_titles)))
-                  for p, r in zip(picked, errors)]
+                  for p, r in zip(picked, x.records)]
     matches = sum(ok and s["em"] >= 1 for ok, s in zip(read_ok, after))
     matches_unread = sum(not ok and s["em"] >= 1 for ok, s in zip(read_ok, after))
     unparseable = sum(not p["select_parsed"] for p in picked)
-    key = f"{NAME}/{run.method}/{run.dataset}/{run.lm}"
-    report.metrics.update({f"successful_reads/{key}": sum(read_ok), f"final_without_read/{key}": sum(unchanged),
-                           f"missing_gold_read/{key}": sum(gold_found), f"matches_after_read/{key}": matches,
-                           f"matches_without_read/{key}": matches_unread, f"unparseable_selections/{key}": unparseable})
-    return [run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(len(errors)), str(unparseable), str(sum(read_ok)),
-            str(sum(unchanged)), str(sum(gold_found)), str(matches), str(matches_unread)]
+    report.keyed(f"{NAME}/{x.run.method}/{x.run.dataset}/{x.run.lm}", {
+        "successful_reads": sum(read_ok), "final_without_read": sum(unchanged), "missing_gold_read": sum(gold_found),
+        "matches_after_read": matches, "matches_without_read": matches_unread, "unparseable_selections": unparseable})
+    return [*run_cells(x.run), str(len(x.records)), str(unparseable), str(sum(read_ok)), str(sum(unchanged)),
+            str(sum(gold_found)), str(matches), str(matches_unread)]

@@ -29,11 +29,11 @@ from pathlib import Path
 
 from eir_dspy import rejection
 from eir_dspy.acceptance import DEFAULT_FENCE_READING, FENCE_READING_TEXT
-from eval.analyze.report import Context, Report
+from eval.analyze.report import Context, Report, run_cells, run_key
 from eval.compare.pairs import records_by_id
-from eval.files.question_record import QuestionRecord, from_legacy
+from eval.files.question_record import QuestionRecord, as_records
 from eval.runs.logged_runs import LoggedRun
-from eval.scoring.formatting import fmt_p, markdown, pct
+from eval.scoring.formatting import fmt_p, interval, markdown, pct, short_lm
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 from programs import names
 
@@ -49,31 +49,26 @@ COUNTING = ("per question: the output the method is scored on (a submit method's
 FENCES = f"{DEFAULT_FENCE_READING}: {FENCE_READING_TEXT[DEFAULT_FENCE_READING]}"
 
 
-def status(record: dict | QuestionRecord) -> str | None:
-    """readable, unreadable or failed (raised before an output was recorded); None when the record
-    does not say (an older reflexion_first record: its trajectory only points at the oracle run's trial 1)."""
-    record = from_legacy(record)
+def status(record: dict | QuestionRecord) -> str:
+    """readable, unreadable or failed (raised before an output was recorded), of a record or a results line."""
+    [record] = as_records([record])
     trajectory = record.trajectory
     if record.error or trajectory is None:
         return FAILED
     if trajectory.final_parsed is not None:  # EIR and Full Pool answer by a final call
         return READABLE if trajectory.final_parsed else UNREADABLE
     if trajectory.method == "reflexion":  # the answer is its last trial's submit
-        last = trajectory.trials[-1] if trajectory.trials else None
-        turns, forced_end = (last["turns"], last["forced_end"]) if last else (None, None)
+        turns, forced_end = trajectory.trials[-1]["turns"], trajectory.trials[-1]["forced_end"]
     else:
         turns, forced_end = trajectory.turns, trajectory.forced_end
-    if turns is None:
-        return None
     if forced_end and turns and not turns[-1]["accepted"] and turns[-1]["rejection_cause"] in UNPARSEABLE:
         return UNREADABLE
     return READABLE
 
 
-def outputs(record: dict | QuestionRecord) -> tuple[int, int]:
+def outputs(record: QuestionRecord) -> tuple[int, int]:
     """(unparseable outputs, outputs) of a question: every action turn's output (each of Reflexion's trials)
     and, for EIR and Full Pool, the final call's. (0, 0) for a record that holds none."""
-    record = from_legacy(record)
     trajectory = record.trajectory
     if record.error or trajectory is None:
         return 0, 0
@@ -94,27 +89,17 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     rows, keys = [], {}
     for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
         records = run.question_records
-        found = {r.id: status(r) for r in records}
-        if None in found.values():
-            report.notes.append(f"skipped {run.run_id} ({run.name}): its records hold no trajectory of their own "
-                                "(reflexion_first: see trial 1 of its reflexion_oracle run)")
-            continue
-        if any(rejection.LEGACY in (r.rejections_by_cause or {}) for r in records):
-            report.notes.append(f"{run.run_id} ({run.name}) was recorded before rejection causes were split: an "
-                                f"output with no action was recorded as '{rejection.LEGACY}' and is not counted "
-                                "as unreadable here")
-        statuses[run.run_id] = found
-        keys[run.run_id] = key = _key(run, keys.values())
+        statuses[run.run_id] = found = {r.id: status(r) for r in records}
+        keys[run.run_id] = key = run_key(run, set(keys.values()))
         failed = sum(s == FAILED for s in found.values())
         share = proportion(sum(s == UNREADABLE for s in found.values()), len(found) - failed)
         bad, made = (sum(x) for x in zip(*(outputs(r) for r in records))) if records else (0, 0)
         per_output = bad / made if made else float("nan")
-        rows.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(len(found)), str(failed),
+        rows.append([*run_cells(run), str(len(found)), str(failed),
                      str(share.k), pct(share.share), f"[{pct(share.low)}, {pct(share.high)}]",
                      f"{bad} / {made}", pct(per_output)])
-        report.metrics.update({f"unreadable/{key}": share.k, f"unreadable_share/{key}": share.share,
-                               f"failed/{key}": failed, f"unparseable_outputs/{key}": bad, f"outputs/{key}": made,
-                               f"unparseable_output_share/{key}": per_output})
+        report.keyed(key, {"unreadable": share.k, "unreadable_share": share.share, "failed": failed,
+                           "unparseable_outputs": bad, "outputs": made, "unparseable_output_share": per_output})
     head = ["method", "dataset", "LM", "n", "failed", "unreadable", "unreadable %", "95% CI (Wilson)",
             "unparseable outputs / outputs", "% of outputs"]
     report.tables["c2_parse_failures.md"] = (
@@ -127,8 +112,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         "the unreadable share is per question, of the output the method is scored on; 'unparseable outputs / "
         "outputs' counts every action turn's output (all trials) plus the final call's, for the other reading. "
         f"Code fences (a choice: H.4 is silent): {FENCES}.\n")
-    report.tables["c2_readable_comparison.md"] = _comparisons(
-        [r for r in runs if r.run_id in statuses], statuses, keys, context, report)
+    report.tables["c2_readable_comparison.md"] = _comparisons(runs, statuses, keys, context, report)
     return report
 
 
@@ -144,8 +128,8 @@ def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Con
             shared = [q for q in a if q in b]
             kept = [q for q in shared if statuses[eir.run_id][q] == READABLE == statuses[base.run_id][q]]
             pair = f"{keys[eir.run_id]}/vs/{keys[base.run_id]}"
-            head = [eir.method, base.method, eir.dataset, eir.lm.rsplit("/", 1)[-1], str(len(shared)), str(len(kept))]
-            report.metrics.update({f"shared/{pair}": len(shared), f"kept/{pair}": len(kept)})
+            head = [eir.method, base.method, eir.dataset, short_lm(eir.lm), str(len(shared)), str(len(kept))]
+            report.keyed(pair, {"shared": len(shared), "kept": len(kept)})
             if not kept:
                 empty += 1
                 rows.append(head + ["–"] * 5)
@@ -154,11 +138,10 @@ def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Con
                                   context.resamples, context.seed)
             em = mcnemar_exact([b[q].em >= 1 for q in kept], [a[q].em >= 1 for q in kept])
             all_diff = sum(100 * (a[q].answer_f1 - b[q].answer_f1) for q in shared) / len(shared)
-            report.metrics.update({f"f1_diff/{pair}": f1.diff, f"f1_ci_low/{pair}": f1.low,
-                                   f"f1_ci_high/{pair}": f1.high, f"f1_p/{pair}": f1.p,
-                                   f"f1_diff_shared/{pair}": all_diff, f"em_only_eir/{pair}": em.c,
-                                   f"em_only_baseline/{pair}": em.b, f"mcnemar_p/{pair}": em.p})
-            rows.append(head + [f"{all_diff:+.1f}", f"{f1.diff:+.1f} [{f1.low:+.1f}, {f1.high:+.1f}]", fmt_p(f1.p),
+            report.keyed(pair, {"f1_diff": f1.diff, "f1_ci_low": f1.low, "f1_ci_high": f1.high, "f1_p": f1.p,
+                                "f1_diff_shared": all_diff, "em_only_eir": em.c, "em_only_baseline": em.b,
+                                "mcnemar_p": em.p})
+            rows.append(head + [f"{all_diff:+.1f}", interval(f1), fmt_p(f1.p),
                                 f"{em.b} / {em.c}", fmt_p(em.p)])
     if empty:
         report.notes.append(f"{empty} of the {len(rows)} pairs had no shared question with both outputs readable "
@@ -175,7 +158,3 @@ def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Con
             "on EM; b = only the baseline exact, c = only EIR exact. Pairs: each EIR-family run with each non-EIR "
             "run of the same dataset, LM, setting and decoding.\n")
 
-
-def _key(run: LoggedRun, taken) -> str:
-    key = "/".join((run.method, run.dataset, run.lm))
-    return key + f"/{run.run_id}" if key in taken else key  # two runs of one condition stay apart

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import sys
 import traceback
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from statistics import mean
 
 import dspy
@@ -19,16 +21,16 @@ import mlflow
 
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.evidence import EvidenceStore
-from eval.analyze.report import Context, Report
-from eval.analyze.sources import questions_of, require_fields, run_lm
+from eval.analyze.report import POOLED, Context, Report, pooled_run, run_cells
+from eval.analyze.sources import questions_of, run_lm
 from eval.compare.error_analysis import em_errors, missing_gold
 from eval.data.schema import Question
-from eval.files.question_record import QuestionRecord, as_records
+from eval.files.question_record import QuestionRecord
 from eval.files.results_file import ResultsFile
 from eval.runs import tracking
 from eval.runs.logged_runs import LoggedRun, SelectionError
 from eval.runs.scheduler import run_all
-from eval.scoring.formatting import markdown, pct
+from eval.scoring.formatting import interval, markdown, pct
 from eval.scoring.metrics import score_question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 from programs import names
@@ -54,7 +56,7 @@ def answering_runs(runs: list[LoggedRun], report: Report) -> list[LoggedRun]:
 def incomplete_errors(run: LoggedRun) -> list[QuestionRecord]:
     """F.2/F.3's questions: EM errors with at least one annotated supporting paragraph unread
     (chosen by the labels; nothing of them reaches the model)."""
-    return [r for r in em_errors(require_fields(run, "evidence")) if missing_gold(r) > 0]
+    return [r for r in em_errors(run.question_records) if missing_gold(r) > 0]
 
 
 def run_step(step: str, run: LoggedRun, records: list[QuestionRecord], work: Work, context: Context,
@@ -119,12 +121,54 @@ def rescored(q: Question, entry: dict) -> dict:
     return score_question(q, entry["answer"], [tuple(c) for c in entry["citations"]])
 
 
+@dataclass(frozen=True)
+class Rerun:
+    """One run's reruns (or every run's, pooled): per arm, each question's call-log entry and its rescored answer."""
+
+    run: LoggedRun
+    records: list[QuestionRecord]  # the questions rerun, in run order
+    steps: dict[str, str]  # arm -> the step (call log) it comes from
+    entries: dict[str, list[dict]]  # arm -> each question's call-log entry
+    scores: dict[str, list[dict]]  # arm -> each question's rescored answer
+
+
+def rerun(run: LoggedRun, records: list[QuestionRecord], context: Context,
+          steps: dict[str, tuple[str, Work, Callable[[dict], bool] | None]]) -> Rerun:
+    """Every step (arm -> (step, work, current)) on the records, rescored by the dataset's rules."""
+    questions = questions_of(run, context.data)
+    logs = {arm: run_step(step, run, records, work, context, current) for arm, (step, work, current) in steps.items()}
+    entries = {arm: [log[r.id] for r in records] for arm, log in logs.items()}
+    return Rerun(run, records, {arm: step for arm, (step, _, _) in steps.items()}, entries,
+                 {arm: [rescored(questions[r.id], e) for r, e in zip(records, es)] for arm, es in entries.items()})
+
+
+def rerun_errors(runs: list[LoggedRun], context: Context, report: Report, arm: str, step: str, work: Work,
+                 current: Callable[[dict], bool] | None = None) -> list[Rerun]:
+    """F.2/F.3: on each EIR pool run's EM errors with incomplete evidence, the control and `arm` (call log `step`)."""
+    found = []
+    for run in answering_runs(runs, report):
+        errors = incomplete_errors(run)
+        if not errors:
+            report.notes.append(f"{run.name}: no EM error with incomplete evidence, nothing to rerun")
+            continue
+        found.append(rerun(run, errors, context, {"control": ("control", control, None), arm: (step, work, current)}))
+    return found
+
+
+def with_pooled(reruns: list[Rerun]) -> list[Rerun]:
+    """The runs' reruns, then (with more than one run) the paper's pooled one: every run's questions together."""
+    if len(reruns) < 2:
+        return reruns
+    arms = reruns[0].entries
+    return reruns + [Rerun(pooled_run([x.run for x in reruns]), [r for x in reruns for r in x.records], reruns[0].steps,
+                           {arm: [e for x in reruns for e in x.entries[arm]] for arm in arms},
+                           {arm: [s for x in reruns for s in x.scores[arm]] for arm in arms})]
+
+
 def calls_added(entries: list[dict]) -> dict[str, float]:
     """The calls the entries made: count, by role, tokens."""
     calls = [c for e in entries for c in e["lm_calls"]]
-    roles: dict[str, int] = {}
-    for c in calls:
-        roles[c["role"]] = roles.get(c["role"], 0) + 1
+    roles = Counter(c["role"] for c in calls)
     return {"calls": len(calls), **{f"calls_{k}": v for k, v in sorted(roles.items())},
             "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
             "completion_tokens": sum(c["completion_tokens"] for c in calls),
@@ -132,33 +176,33 @@ def calls_added(entries: list[dict]) -> dict[str, float]:
             "cost_usd": None if any(c["cost_usd"] is None for c in calls) else sum(c["cost_usd"] for c in calls)}
 
 
-def conversion_rows(run: LoggedRun, records: list[dict | QuestionRecord], arms: dict[str, list[float]],
-                    control_em: list[float], before_f1: list[float], after_f1: dict[str, list[float]],
-                    context: Context, report: Report, analysis: str) -> list[list[str]]:
+def conversion_rows(x: Rerun, context: Context, report: Report, analysis: str) -> list[list[str]]:
     """Table 16 rows: per arm, exact-match conversions (count, %, Wilson CI), McNemar of the arm's EM
     after against the recorded EM before (the paper's test: its p = 2 * 0.5^335 and 2 * 0.5^174 are
     those of every discordant pair going from wrong to right), and Answer F1 before/after with a
-    paired bootstrap interval. `control_em` is kept for callers; the control is an arm like the others."""
+    paired bootstrap interval. The control is an arm like the others."""
     rows = []
-    lm = run.lm.rsplit("/", 1)[-1]
-    records = as_records(records)
-    before_em = [r.em >= 1 for r in records]
-    for arm, em in arms.items():
-        conv = proportion(int(sum(em)), len(records))
-        vs = mcnemar_exact(before_em, [e >= 1 for e in em])
-        boot = paired_bootstrap([100 * f for f in before_f1], [100 * f for f in after_f1[arm]], context.resamples,
+    before_em, before_f1 = [r.em >= 1 for r in x.records], [r.answer_f1 for r in x.records]
+    for arm, scores in x.scores.items():
+        after_f1 = [s["answer_f1"] for s in scores]
+        conv = proportion(sum(s["em"] >= 1 for s in scores), len(x.records))
+        vs = mcnemar_exact(before_em, [s["em"] >= 1 for s in scores])
+        boot = paired_bootstrap([100 * f for f in before_f1], [100 * f for f in after_f1], context.resamples,
                                 context.seed)
-        rows.append([run.method, run.dataset, lm, arm, str(len(records)), f"{conv.k} ({pct(conv.share)})",
-                     f"[{pct(conv.low)}, {pct(conv.high)}]",
-                     f"{vs.b} / {vs.c}", _p(vs.p),
-                     f"{100 * mean(before_f1):.1f}", f"{100 * mean(after_f1[arm]):.1f}",
-                     f"{boot.diff:+.1f} [{boot.low:+.1f}, {boot.high:+.1f}]"])
-        key = f"{analysis}/{arm}/{run.method}/{run.dataset}/{run.lm}"
-        report.metrics.update({f"conversions/{key}": conv.k, f"conversion_share/{key}": conv.share,
-                               f"f1_before/{key}": 100 * mean(before_f1), f"f1_after/{key}": 100 * mean(after_f1[arm]),
-                               f"f1_diff/{key}": boot.diff, f"f1_ci_low/{key}": boot.low, f"f1_ci_high/{key}": boot.high})
-        report.metrics.update({f"mcnemar_b/{key}": vs.b, f"mcnemar_c/{key}": vs.c, f"mcnemar_p/{key}": vs.p})
+        rows.append([*run_cells(x.run), arm, str(len(x.records)), f"{conv.k} ({pct(conv.share)})",
+                     f"[{pct(conv.low)}, {pct(conv.high)}]", f"{vs.b} / {vs.c}", _p(vs.p),
+                     f"{100 * mean(before_f1):.1f}", f"{100 * mean(after_f1):.1f}", interval(boot)])
+        report.keyed(f"{analysis}/{arm}/{x.run.method}/{x.run.dataset}/{x.run.lm}", {
+            "conversions": conv.k, "conversion_share": conv.share, "f1_before": 100 * mean(before_f1),
+            "f1_after": 100 * mean(after_f1), "f1_diff": boot.diff, "f1_ci_low": boot.low, "f1_ci_high": boot.high,
+            "mcnemar_b": vs.b, "mcnemar_c": vs.c, "mcnemar_p": vs.p})
     return rows
+
+
+def conversion_table(rows: list[list[str]], context: Context) -> str:
+    """Table 16's conversions as markdown, with its note."""
+    return (markdown(CONVERSION_HEAD, rows) + "\n\n" + CONVERSION_NOTE.format(resamples=context.resamples, seed=context.seed)
+            + f" {POOLED}: every run's errors pooled (with more than one run).")
 
 
 CONVERSION_HEAD = ["method", "dataset", "LM", "arm", "n errors", "EM conversions (%)", "95% CI (Wilson)",
@@ -176,10 +220,15 @@ def calls_table(rows: list[list[str]]) -> str:
                      "completion tokens", "cost (USD)"], rows)
 
 
+def calls_rows(reruns: list[Rerun]) -> list[list[str]]:
+    """Per run and step, the calls the analysis added."""
+    return [calls_row(x.run, step, x.entries[arm]) for x in reruns for arm, step in x.steps.items()]
+
+
 def calls_row(run: LoggedRun, step: str, entries: list[dict]) -> list[str]:
     added = calls_added(entries)
     roles = ", ".join(f"{k.removeprefix('calls_')} {v}" for k, v in added.items() if k.startswith("calls_")) or "–"
-    return [run.method, run.dataset, run.lm.rsplit("/", 1)[-1], step, str(len(entries)), str(added["calls"]), roles,
+    return [*run_cells(run), step, str(len(entries)), str(added["calls"]), roles,
             f"{added['prompt_tokens']:,}", f"{added['completion_tokens']:,}",
             "unknown" if added["cost_usd"] is None else f"{added['cost_usd']:.4f}"]
 

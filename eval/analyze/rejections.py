@@ -13,8 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from eir_dspy import rejection
-from eval.analyze.report import Context, Report
-from eval.analyze.sources import require_fields
+from eval.analyze.report import Context, Report, run_cells, run_key
 from eval.files.question_record import QuestionRecord, as_records
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.formatting import markdown
@@ -36,8 +35,7 @@ CATEGORIES: dict[str, frozenset[str]] = {
     "unknown or unfound id": frozenset({rejection.UNKNOWN_LIST_ID, rejection.UNKNOWN_ID}),
     "repeated search": frozenset({rejection.REPEATED_SEARCH}),
 }
-OTHER = "other"  # empty_answer, all_read, empty_search, search_in_pool, submit_only_turn,
-# invalid_dependency, legacy invalid_action
+OTHER = "other"  # empty_answer, all_read, empty_search, search_in_pool, submit_only_turn, invalid_dependency
 COLUMNS = (*CATEGORIES, OTHER)
 
 
@@ -46,7 +44,7 @@ def category(cause: str) -> str:
 
 
 def by_category(records: list[dict | QuestionRecord]) -> tuple[int, Counter, Counter]:
-    """(recorded actions, rejections by category, the causes that fell into "other")."""
+    """(recorded actions, rejections by category, the causes that fell into "other"), of records or results lines."""
     actions, counts, other = 0, Counter(), Counter()
     for r in as_records(records):
         actions += r.turns
@@ -59,37 +57,23 @@ def by_category(records: list[dict | QuestionRecord]) -> tuple[int, Counter, Cou
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report()
-    rows, seen, legacy = [], set(), []
+    rows, seen = [], set()
     for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
-        actions, counts, other = by_category(require_fields(run, "turns", "rejections_by_cause"))
+        actions, counts, other = by_category(run.question_records)
         if actions == 0:
-            report.notes.append(f"skipped {run.run_id} ({run.name}): no action turns recorded "
-                                "(Full Pool answers in one call)")
+            report.skipped(run, "no action turns recorded (Full Pool answers in one call)")
             continue
-        key = "/".join((run.method, run.dataset, run.lm))
-        if key in seen:  # two runs of one condition: keep both, apart in the metrics
-            key += f"/{run.run_id}"
-        seen.add(key)
+        key = run_key(run, seen)
         total = sum(counts.values())
-        rows.append([run.method, run.dataset, run.lm.rsplit("/", 1)[-1], str(len(run.records)), str(actions),
+        rows.append([*run_cells(run), str(len(run.records)), str(actions),
                      *(_cell(counts[c], actions) for c in COLUMNS), _cell(total, actions)])
-        report.metrics.update({"actions/" + key: actions, "rejected/" + key: total,
-                               "rejected_rate/" + key: total / actions})
+        report.keyed(key, {"actions": actions, "rejected": total, "rejected_rate": total / actions})
         for c in COLUMNS:
             slug = c.replace(" ", "_")
-            report.metrics.update({f"rejected_{slug}/{key}": counts[c],
-                                   f"rejected_{slug}_rate/{key}": counts[c] / actions})
+            report.keyed(key, {f"rejected_{slug}": counts[c], f"rejected_{slug}_rate": counts[c] / actions})
         if other:
             report.notes.append(f"{run.run_id} ({run.name}): 'other' holds "
                                 + ", ".join(f"{c} {k}" for c, k in sorted(other.items())))
-        if other[rejection.LEGACY]:
-            legacy.append(f"{run.run_id} ({run.name})")
-    if legacy:
-        report.notes.append(
-            f"{', '.join(legacy)} recorded before rejection causes were split: every rejection of a usable output "
-            f"(and every output with no action) holds the legacy cause '{rejection.LEGACY}', counted as other. "
-            "Those runs cannot be split into invalid citation, no read left, unknown id, repeated search or "
-            "missing field; rerun them with this version of eval.run to split them.")
     head = ["method", "dataset", "LM", "n", "actions", *COLUMNS, "rejected"]
     report.tables["table22_rejections.md"] = (
         "# Table 22: rejected actions by cause\n\n" + markdown(head, rows) + "\n\n"

@@ -11,6 +11,7 @@ import mlflow
 
 from eval.runs import tracking
 from eval.runs.logged_runs import LoggedRun
+from eval.scoring.formatting import short_lm
 from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
 
@@ -42,6 +43,13 @@ class Report:
     # A table's rows before formatting, for an analysis that joins others' rows into one table (Table 16).
     rows: dict[str, list[list[str]]] = field(default_factory=dict)
 
+    def keyed(self, key: str, values: dict[str, float | None]) -> None:
+        """Metrics `<name>/<key>` (key: what the numbers are of, e.g. method/dataset/lm)."""
+        self.metrics.update({f"{name}/{key}": v for name, v in values.items()})
+
+    def skipped(self, run: LoggedRun, why: str) -> None:
+        self.notes.append(f"skipped {run.run_id} ({run.name}): {why}")
+
 
 POOLED = "all runs"  # the method cell of a row pooling every run's questions
 
@@ -49,12 +57,28 @@ POOLED = "all runs"  # the method cell of a row pooling every run's questions
 def pooled_run(runs: list[LoggedRun]) -> LoggedRun:
     """Every run's records as one pseudo-run, for the paper's pooled rows (F.1-F.4): its method is
     POOLED; its dataset and LM are the runs' own when they share one, else "all"."""
-    def one(values: set[str]) -> str:
-        return values.pop() if len(values) == 1 else "all"
-
     return LoggedRun(run_id="pooled", experiment_id="", name=POOLED, method=POOLED,
-                     dataset=one({r.dataset for r in runs}), lm=one({r.lm for r in runs}), budget=0, start_time=0, metrics={},
-                     records=tuple(rec for r in runs for rec in r.records), label=POOLED)
+                     dataset=one_or_all({r.dataset for r in runs}), lm=one_or_all({r.lm for r in runs}), budget=0,
+                     start_time=0, metrics={}, records=tuple(rec for r in runs for rec in r.records), label=POOLED)
+
+
+def one_or_all(values: set[str]) -> str:
+    """The value the runs share, else "all" (a pooled or total row)."""
+    return values.pop() if len(values) == 1 else "all"
+
+
+def run_cells(run: LoggedRun) -> list[str]:
+    """A table row's first cells: method, dataset and LM (without its provider)."""
+    return [run.method, run.dataset, short_lm(run.lm)]
+
+
+def run_key(run: LoggedRun, taken: set[str]) -> str:
+    """The run's metric key, method/dataset/lm, and its run id when an earlier run took that key (two runs
+    of one condition stay apart); added to `taken`."""
+    key = "/".join((run.method, run.dataset, run.lm))
+    key += f"/{run.run_id}" if key in taken else ""
+    taken.add(key)
+    return key
 
 
 def corpus_note(table: str, runs: list[LoggedRun]) -> list[str]:

@@ -44,20 +44,10 @@ def questions_of(run: LoggedRun, data: str | None = None) -> dict[str, Question]
 
 def run_lm(run: LoggedRun, threads: int = 1) -> tuple[dspy.LM, DecodingAdapter]:
     """The run's LM and adapter, rebuilt from its config (model, path, endpoints, temperature, max
-    tokens, decoding, the embedded engine; a run logged by an earlier version as RunConfig.from_dict
-    reads it), with no response cache: every call an analysis makes is a fresh model call.
+    tokens, decoding, the embedded engine), with no response cache: every call an analysis makes is a
+    fresh model call.
     `threads`: questions the analysis re-answers at once (the embedded server's slots)."""
     spec = run.config.lm.spec(threads)
     lm = build_lm(spec)
     return lm.copy(cache=False), DecodingAdapter(spec.decoding or "free")
 
-
-def require_fields(run: LoggedRun, *fields: str) -> list[dict]:
-    """The run's records as logged, or a SelectionError naming the first field older runs lack (a
-    field recorded as None is there: a failed question has no evidence)."""
-    for field in fields:
-        lacking = [r.id for r in run.question_records if field not in r.model_fields_set]
-        if lacking:
-            raise SelectionError(f"run {run.run_id} ({run.name}) was recorded before records held {field!r} "
-                                 f"({len(lacking)} questions lack it); rerun it with this version of eval.run")
-    return list(run.records)

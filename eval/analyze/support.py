@@ -24,7 +24,7 @@ from eval.analyze.report import Context, Report
 from eval.compare.pairs import QuestionSetMismatch, paired_ids, records_by_id
 from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun, SelectionError
-from eval.scoring.formatting import column_name, fmt_p, markdown, number
+from eval.scoring.formatting import column_name, fmt_p, interval, markdown, number
 from eval.scoring.stats import holm, mcnemar_exact, paired_bootstrap
 from programs import names
 
@@ -109,14 +109,11 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     # Each run's own means, over all its questions (the comparisons below use the paired ones).
     rows = []
     for (label, column), run in sorted(placed.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        mean = 100 * sum(r.support_f1 for r in run.question_records) / len(run.records)
-        em, sp_em = _mean(run.question_records, EM_KEY), _mean(run.question_records, SUPPORT_EM_KEY)
+        em, mean, sp_em = (_mean(run.question_records, f) for f in (EM_KEY, "support_f1", SUPPORT_EM_KEY))
         rows.append([column_name(column), label, run.run_id, str(len(run.records)), number(em), f"{mean:.1f}",
                      number(sp_em)])
-        report.metrics[f"em/{label}/{'/'.join(column)}"] = em
-        report.metrics[f"support_f1/{label}/{'/'.join(column)}"] = mean
-        report.metrics[f"support_em/{label}/{'/'.join(column)}"] = sp_em
-        report.metrics[f"n/{label}/{'/'.join(column)}"] = len(run.records)
+        report.keyed(f"{label}/{'/'.join(column)}", {"em": em, "support_f1": mean, "support_em": sp_em,
+                                                     "n": len(run.records)})
     report.tables["support_f1_runs.md"] = ("# Exact Match, Support F1 and Support EM of each run\n\n" + markdown(
         ["column", "method", "run", "n", "EM", "Support F1", "Support EM"], rows) + "\n")
 
@@ -160,39 +157,30 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
 
 def _row(column: Column, other: str, ids, b, holm_p, with_em: bool, placed, report: Report) -> list[str]:
     eir_by, base_by = records_by_id(placed[EIR, column]), records_by_id(placed[other, column])
+    eir, base = [eir_by[i] for i in ids], [base_by[i] for i in ids]
     key = f"eir_minus_{other}/{'/'.join(column)}"
     row = [column_name(column), other, str(len(ids))]
     if with_em:
-        row += _em_cells("em", EM_KEY, [eir_by[i] for i in ids], [base_by[i] for i in ids], key, column, other, report)
-    eir_mean = 100 * sum(eir_by[i].support_f1 for i in ids) / len(ids)
-    base_mean = 100 * sum(base_by[i].support_f1 for i in ids) / len(ids)
-    row += [f"{eir_mean:.1f}", f"{base_mean:.1f}", f"{b.diff:+.1f} [{b.low:+.1f}, {b.high:+.1f}]", fmt_p(b.p)]
-    report.metrics.update({f"diff/{key}": b.diff, f"ci_low/{key}": b.low, f"ci_high/{key}": b.high,
-                           f"p/{key}": b.p, f"n/{key}": len(ids)})
+        row += _em_cells("em", EM_KEY, eir, base, key, report)
+    row += [f"{_mean(eir, 'support_f1'):.1f}", f"{_mean(base, 'support_f1'):.1f}", interval(b), fmt_p(b.p)]
+    report.keyed(key, {"diff": b.diff, "ci_low": b.low, "ci_high": b.high, "p": b.p, "n": len(ids)})
     if holm_p is not None:
         row += [fmt_p(holm_p.adjusted), "yes" if holm_p.significant else "no"]
         report.metrics[f"p_holm/{key}"] = holm_p.adjusted
-    return row + _em_cells("support_em", SUPPORT_EM_KEY, [eir_by[i] for i in ids], [base_by[i] for i in ids], key,
-                           column, other, report)
+    return row + _em_cells("support_em", SUPPORT_EM_KEY, eir, base, key, report)
 
 
 def _em_cells(name: str, field: str, eir: list[QuestionRecord], base: list[QuestionRecord], key: str,
-              column: Column, other: str, report: Report) -> list[str]:
+              report: Report) -> list[str]:
     """Both runs' mean of a 0/1 score (`field`) and the exact McNemar test on the questions only one gets
     (b = only the baseline, c = only EIR), as table cells; metrics `{name}_eir`, `{name}_other`,
     `{name}_mcnemar_b/c/p`."""
-    eir_x, base_x = [getattr(r, field) for r in eir], [getattr(r, field) for r in base]
-    if None in eir_x or None in base_x:  # records written before the score was recorded
-        report.notes.append(f"{column_name(column)}: EIR or {other} records lack {field}; no {name} compared")
-        return ["–"] * 4
-    test = mcnemar_exact([x >= 1 for x in base_x], [x >= 1 for x in eir_x])
-    eir_mean, base_mean = 100 * sum(eir_x) / len(eir_x), 100 * sum(base_x) / len(base_x)
-    report.metrics.update({f"{name}_eir/{key}": eir_mean, f"{name}_other/{key}": base_mean,
-                           f"{name}_mcnemar_b/{key}": test.b, f"{name}_mcnemar_c/{key}": test.c,
-                           f"{name}_mcnemar_p/{key}": test.p})
+    test = mcnemar_exact([getattr(r, field) >= 1 for r in base], [getattr(r, field) >= 1 for r in eir])
+    eir_mean, base_mean = _mean(eir, field), _mean(base, field)
+    report.keyed(key, {f"{name}_eir": eir_mean, f"{name}_other": base_mean, f"{name}_mcnemar_b": test.b,
+                       f"{name}_mcnemar_c": test.c, f"{name}_mcnemar_p": test.p})
     return [f"{eir_mean:.1f}", f"{base_mean:.1f}", f"{test.b} / {test.c}", fmt_p(test.p)]
 
 
-def _mean(records: tuple[QuestionRecord, ...], field: str) -> float:
-    values = [getattr(r, field) for r in records]
-    return float("nan") if None in values else 100 * sum(values) / len(values)
+def _mean(records: list[QuestionRecord] | tuple[QuestionRecord, ...], field: str) -> float:
+    return 100 * sum(getattr(r, field) for r in records) / len(records)

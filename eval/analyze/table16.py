@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eval.analyze import added_support, model_selected
-from eval.analyze.recovery import CONVERSION_HEAD, CONVERSION_NOTE
+from eval.analyze.recovery import conversion_table
 from eval.analyze.report import Context, Report
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.formatting import markdown
@@ -34,10 +34,8 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report.rows["table16.md"] = rows
     report.tables["table16.md"] = (
         "# Table 16: adding the missing supporting paragraphs (F.2) and model-selected reads (F.3)\n\n"
-        + markdown(CONVERSION_HEAD, rows) + "\n\n"
-        + CONVERSION_NOTE.format(resamples=context.resamples, seed=context.seed) + added_support.POOLED_NOTE
-        + " added: the missing supporting paragraphs appended to the evidence (F.2); model-selected: one or two "
-          "titles the model picked read and the final call rerun (F.3).\n\n## What F.3 read\n\n"
+        + conversion_table(rows, context) + " added: the missing supporting paragraphs appended to the evidence "
+          "(F.2); model-selected: one or two titles the model picked read and the final call rerun (F.3).\n\n## What F.3 read\n\n"
         + markdown(model_selected.READS_HEAD, parts[1].rows[model_selected.READS]) + "\n\n" + model_selected.READS_NOTE
         + "\n")
     return report

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval.analyze.report import POOLED, Context, Report, corpus_note
-from eval.files.question_record import QuestionRecord, as_records
+from eval.analyze.report import POOLED, Context, Report, corpus_note, one_or_all
+from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
-from eval.scoring.formatting import markdown
+from eval.scoring.formatting import markdown, short_lm
 from programs import names
 
 NAME = "totals"
@@ -26,9 +26,8 @@ HEAD = ["questions", "calls", "prompt tokens", "completion tokens", "cost (USD)"
         "rejected turns"]
 
 
-def sums(records: list[dict | QuestionRecord]) -> dict[str, float | None]:
+def sums(records: list[QuestionRecord]) -> dict[str, float | None]:
     """Each quantity summed over the records; cost is None when any record's is unknown."""
-    records = as_records(records)
     out: dict[str, float | None] = {"questions": len(records)}
     for key in SUMMED:
         values = [getattr(r, key) for r in records]
@@ -52,11 +51,11 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     for lm in sorted({r.lm for r in counted}):
         of_lm = [r for r in counted if r.lm == lm]
         if len(of_lm) > 1:
-            rows.append(_row("total", "all", lm, _one({r.setting for r in of_lm}),
-                             sums([rec for r in of_lm for rec in r.records]), report))
+            rows.append(_row("total", "all", lm, one_or_all({r.setting for r in of_lm}),
+                             sums([rec for r in of_lm for rec in r.question_records]), report))
     if len({r.lm for r in counted}) > 1:
-        rows.append(_row("total", "all", POOLED, _one({r.setting for r in counted}),
-                         sums([rec for r in counted for rec in r.records]), report))
+        rows.append(_row("total", "all", POOLED, one_or_all({r.setting for r in counted}),
+                         sums([rec for r in counted for rec in r.question_records]), report))
     report.notes += corpus_note("Table 19", runs)
     report.tables["table19_totals.md"] = (
         "# Table 19: totals over each run's questions\n\n"
@@ -68,17 +67,13 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
 
 
 def _row(method: str, dataset: str, lm: str, setting: str, total: dict, report: Report) -> list[str]:
-    key = "/".join((method, dataset, lm, setting))
-    report.metrics.update({f"{k}/{key}": v for k, v in total.items() if v is not None})
+    report.keyed("/".join((method, dataset, lm, setting)), {k: v for k, v in total.items() if v is not None})
     cells = [_count(total[k]) for k in ("questions", "calls", "prompt_tokens", "completion_tokens")]
     cells.append("unknown" if total["cost_usd"] is None else f"{total['cost_usd']:,.4f}")
     cells += [_count(total[k]) for k in ("searches", "reads", "turns", "rejected_actions")]
-    return [method, dataset, lm.rsplit("/", 1)[-1], setting, *cells]
+    return [method, dataset, short_lm(lm), setting, *cells]
 
 
 def _count(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f}"
 
-
-def _one(values: set[str]) -> str:
-    return values.pop() if len(values) == 1 else "all"

@@ -8,9 +8,9 @@ from statistics import mean
 
 from eval.compare.families import H_SWEEP, LIST_FEEDBACK, REPAIR, REPAIR_APPLIED
 from eval.compare.pairs import Column, ComparedRuns, Comparison, records_by_id, run_means
-from eval.files.question_record import QuestionRecord, as_records
+from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
-from eval.scoring.formatting import column_name, fmt_p, markdown
+from eval.scoring.formatting import column_name, fmt_p, interval, markdown
 from eval.scoring.run_metrics import eir_lists
 
 SIGNIFICANT = "*"
@@ -73,7 +73,7 @@ def table11(grid: ComparedRuns) -> str | None:
     found = grid.of_family(H_SWEEP)
     if not found:
         return None
-    rows = [[column_name(c.column), f"H={_run(grid, c.reference, c).budget}", f"H={_run(grid, c.method, c).budget}",
+    rows = [[column_name(c.column), f"H={grid.run(c.reference, c.column).budget}", f"H={grid.run(c.method, c.column).budget}",
              str(len(c.ids)), f"{_f1(grid, c.reference, c):.1f}", *_stats(c)] for c in found]
     head = ["column", "H", "against", "n", "Answer F1", "ΔF1 [95% CI]", "p", "p Holm"]
     return markdown(head, rows) + "\n\n" + _note(grid, found, "F1 at H − F1 at the H it is compared against")
@@ -128,30 +128,29 @@ def _repair_table(grid: ComparedRuns, found: list[Comparison]) -> str | None:
 
 # Per-question measures, as eval.summary computes them for a run.
 
-def gold_read(records: list[dict | QuestionRecord]) -> float:
+def gold_read(records: list[QuestionRecord]) -> float:
     """Gold-paragraph recall, 0-100: summary's `gold_paragraphs_read`."""
-    return 100 * mean(r.gold_read_share for r in as_records(records))
+    return 100 * mean(r.gold_read_share for r in records)
 
 
-def reads(records: list[dict | QuestionRecord]) -> float:
+def reads(records: list[QuestionRecord]) -> float:
     """Paragraphs read per question: summary's `reads_per_question`."""
-    return mean(r.reads for r in as_records(records))
+    return mean(r.reads for r in records)
 
 
-def list_entries(records: list[dict | QuestionRecord]) -> float | None:
+def list_entries(records: list[QuestionRecord]) -> float | None:
     """Requirements + conclusions in the final lists, per episode: summary's `list_entries_per_question`
     (None when no record has lists)."""
-    lists = eir_lists(as_records(records))
+    lists = eir_lists(records)
     return mean(len(t.requirements) + len(t.conclusions) for t in lists) if lists else None
 
 
-def repair_calls(records: list[dict | QuestionRecord]) -> float:
-    roles = [r.calls_by_role or {} for r in as_records(records)]
-    return mean(by.get("repair", 0) + by.get("refresh", 0) for by in roles)
+def repair_calls(records: list[QuestionRecord]) -> float:
+    return mean(r.calls_by_role.get("repair", 0) + r.calls_by_role.get("refresh", 0) for r in records)
 
 
 def _stats(c: Comparison) -> list[str]:
-    return [f"{c.f1.diff:+.1f} [{c.f1.low:+.1f}, {c.f1.high:+.1f}]", fmt_p(c.f1.p),
+    return [interval(c.f1), fmt_p(c.f1.p),
             fmt_p(c.f1_holm.adjusted) + (SIGNIFICANT if c.f1_holm.significant else "")]
 
 
@@ -163,13 +162,9 @@ def _note(grid: ComparedRuns, found: list[Comparison], diff: str) -> str:
             f"{grid.alpha} after adjustment.")
 
 
-def _run(grid: ComparedRuns, variant: str, c: Comparison) -> LoggedRun:
-    return grid.run(variant, c.column)
-
-
 def _paired(grid: ComparedRuns, variant: str, c: Comparison) -> list[QuestionRecord]:
     """The run's records of the compared questions."""
-    by_id = records_by_id(_run(grid, variant, c))
+    by_id = records_by_id(grid.run(variant, c.column))
     return [by_id[i] for i in c.ids]
 
 

@@ -13,20 +13,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from eval.compare.pairs import records_by_id
-from eval.files.question_record import QuestionRecord, as_records, from_legacy
+from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
-from eval.scoring.formatting import markdown, pct
+from eval.scoring.formatting import markdown, pct, short_lm
 
 
-def missing_gold(record: dict | QuestionRecord) -> int:
+def missing_gold(record: QuestionRecord) -> int:
     """Annotated supporting paragraphs the run never read."""
-    record = from_legacy(record)
     return len(set(record.gold_titles) - set(record.evidence_titles))
 
 
-def em_errors(records: Iterable[dict | QuestionRecord]) -> list[QuestionRecord]:
+def em_errors(records: Iterable[QuestionRecord]) -> list[QuestionRecord]:
     """Figure 3's errors, in record order: the questions without an exact match that did not fail outright."""
-    return [r for r in as_records(records) if r.em < 1 and not r.error]
+    return [r for r in records if r.em < 1 and not r.error]
 
 
 @dataclass(frozen=True)
@@ -57,14 +56,13 @@ class Availability:
 
 
 def evidence_availability(run: LoggedRun) -> Availability:
-    errors = em_errors(run.question_records)
-    return Availability(run, tuple(missing_gold(r) for r in errors),
-                        exact=sum(1 for r in run.question_records if r.em >= 1 and not r.error),
-                        failed=sum(1 for r in run.question_records if r.error))
+    records = run.question_records
+    return Availability(run, tuple(missing_gold(r) for r in em_errors(records)),
+                        exact=sum(1 for r in records if r.em >= 1 and not r.error), failed=sum(1 for r in records if r.error))
 
 
 def availability_table(rows: list[Availability]) -> str:
-    body = [[r.run.method, r.run.dataset, r.run.lm.rsplit("/", 1)[-1], str(len(r.run.records)), str(r.errors),
+    body = [[r.run.method, r.run.dataset, short_lm(r.run.lm), str(len(r.run.records)), str(r.errors),
              f"{r.all_gold_read} ({pct(r.share_read, 0, '%')})",
              f"{r.errors - r.all_gold_read} ({pct(1 - r.share_read, 0, '%')})"] for r in rows]
     note = ("Errors are questions without an exact match. 'All gold read': every gold supporting paragraph was "

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from eval.compare.ablation_tables import sweep_runs  # noqa: E402
 from eval.compare.error_analysis import Availability  # noqa: E402
 from eval.compare.pairs import ComparedRuns, run_means  # noqa: E402
-from eval.scoring.formatting import column_name  # noqa: E402
+from eval.scoring.formatting import column_name, short_lm  # noqa: E402
 from eval.scoring.stats import mean_interval  # noqa: E402
 
 MARKERS = "osD^vP*X"
@@ -66,16 +66,40 @@ def f1_em_vs_h(grid: ComparedRuns, path: Path) -> Path:
 
 def evidence_bars(rows: list[Availability], path: Path) -> Path:
     """Per run, its errors split by whether every gold paragraph had been read."""
-    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(rows) + 2), 4.5))
-    labels = [f"{r.run.method}\n{r.run.dataset}\n{r.run.lm.rsplit('/', 1)[-1]}" for r in rows]
-    read = [r.all_gold_read for r in rows]
-    missing = [r.errors - r.all_gold_read for r in rows]
-    x = range(len(rows))
-    ax.bar(x, read, color="C2", label="all gold paragraphs read")
-    ax.bar(x, missing, bottom=read, color="C3", label="gold paragraph missing")
-    ax.set_xticks(list(x), labels, fontsize=7)
-    ax.set_ylabel("wrong answers (no exact match)")
-    ax.set_title("Evidence availability of errors")
+    return stacked_bars([run_label(r.run) for r in rows],
+                        [([r.all_gold_read for r in rows], "C2", "all gold paragraphs read"),
+                         ([r.errors - r.all_gold_read for r in rows], "C3", "gold paragraph missing")],
+                        "wrong answers (no exact match)", "Evidence availability of errors", path)
+
+
+def availability_shares(rows: list[tuple[str, float, float, float]], path: Path) -> Path:
+    """Figure 3: per run (label), the share of ALL questions answered exactly, wrong with every
+    supporting paragraph read, and wrong with one missing."""
+    return stacked_bars([r[0] for r in rows], [([100 * r[1] for r in rows], "C0", "exact match"),
+                                               ([100 * r[2] for r in rows], "C2", "error, complete evidence"),
+                                               ([100 * r[3] for r in rows], "C3", "error, incomplete evidence")],
+                        "% of all questions", "Evidence availability (Figure 3)", path, top=100)
+
+
+def run_label(run) -> str:
+    """A run's bar label: method, dataset and LM on three lines."""
+    return f"{run.method}\n{run.dataset}\n{short_lm(run.lm)}"
+
+
+def stacked_bars(labels: list[str], layers: list[tuple[list[float], str, str]], ylabel: str, title: str, path: Path,
+                 top: float | None = None) -> Path:
+    """One bar per label, its layers (values, color, legend label) stacked bottom up."""
+    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(labels) + 2), 4.5))
+    x = list(range(len(labels)))
+    bottom = [0] * len(labels)
+    for values, color, label in layers:
+        ax.bar(x, values, bottom=bottom if any(bottom) else None, color=color, label=label)
+        bottom = [a + b for a, b in zip(bottom, values)]
+    ax.set_xticks(x, labels, fontsize=7)
+    ax.set_ylabel(ylabel)
+    if top is not None:
+        ax.set_ylim(0, top)
+    ax.set_title(title)
     ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -87,21 +111,3 @@ def _save(fig, path: Path) -> Path:
     plt.close(fig)
     return path
 
-
-def availability_shares(rows: list[tuple[str, float, float, float]], path: Path) -> Path:
-    """Figure 3: per run (label), the share of ALL questions answered exactly, wrong with every
-    supporting paragraph read, and wrong with one missing."""
-    fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(rows) + 2), 4.5))
-    x = list(range(len(rows)))
-    exact = [100 * r[1] for r in rows]
-    complete = [100 * r[2] for r in rows]
-    incomplete = [100 * r[3] for r in rows]
-    ax.bar(x, exact, color="C0", label="exact match")
-    ax.bar(x, complete, bottom=exact, color="C2", label="error, complete evidence")
-    ax.bar(x, incomplete, bottom=[a + b for a, b in zip(exact, complete)], color="C3", label="error, incomplete evidence")
-    ax.set_xticks(x, [r[0] for r in rows], fontsize=7)
-    ax.set_ylabel("% of all questions")
-    ax.set_ylim(0, 100)
-    ax.set_title("Evidence availability (Figure 3)")
-    ax.legend(fontsize=8)
-    return _save(fig, path)

@@ -8,7 +8,7 @@ import math
 from statistics import mean
 
 from eval.compare.pairs import Column, ComparedRuns, run_means
-from eval.scoring.formatting import column_name, fmt_p, markdown
+from eval.scoring.formatting import column_name, fmt_p, interval, markdown
 
 BELOW, ABOVE = "*", "+"
 
@@ -46,7 +46,7 @@ def comparison_details(grid: ComparedRuns) -> str:
     rows = []
     for c in grid.comparisons:
         rows.append([f"{c.family} ({c.size_text})", column_name(c.column), c.reference, c.method, str(len(c.ids)),
-                     f"{c.f1.diff:+.1f} [{c.f1.low:+.1f}, {c.f1.high:+.1f}]", fmt_p(c.f1.p),
+                     interval(c.f1), fmt_p(c.f1.p),
                      fmt_p(c.f1_holm.adjusted) + (" ✓" if c.f1_holm.significant else ""),
                      f"{c.em.b} / {c.em.c}", fmt_p(c.em.p),
                      fmt_p(c.em_holm.adjusted) + (" ✓" if c.em_holm.significant else "")])

@@ -48,20 +48,15 @@ def episode_feedback(q, prediction) -> list[str]:
     episode = getattr(prediction, "episode", None)
     if episode is None:
         return []
-    lines = []
     rejected = [t for t in episode.turns if not t.accepted]
-    for t in rejected[:MAX_REJECTIONS_SHOWN]:
-        lines.append(f"Turn {t.turn} was rejected ({t.rejection_cause}): {t.feedback}")
-    if len(rejected) > MAX_REJECTIONS_SHOWN:
-        lines.append(f"... and {len(rejected) - MAX_REJECTIONS_SHOWN} more rejected turns.")
+    lines = _capped([f"Turn {t.turn} was rejected ({t.rejection_cause}): {t.feedback}" for t in rejected],
+                    "more rejected turns")
     # Under the pool's rule the turn ran and only its list updates were dropped; under `reject` the
     # turn is among the rejected ones above.
     discarded = [t for t in episode.turns if t.accepted and t.discarded_cause]
-    for t in discarded[:MAX_REJECTIONS_SHOWN]:
-        lines.append(f"Turn {t.turn}: its list updates were invalid and discarded ({t.discarded_cause}); "
-                     "the action ran, the lists stayed unchanged.")
-    if len(discarded) > MAX_REJECTIONS_SHOWN:
-        lines.append(f"... and {len(discarded) - MAX_REJECTIONS_SHOWN} more turns with discarded list updates.")
+    lines += _capped([f"Turn {t.turn}: its list updates were invalid and discarded ({t.discarded_cause}); "
+                      "the action ran, the lists stayed unchanged." for t in discarded],
+                     "more turns with discarded list updates")
     unread = sorted(q.gold_titles - set(episode.evidence.titles))
     if unread:
         lines.append("Paragraphs needed for the answer that were never read: " + ", ".join(unread))
@@ -70,3 +65,9 @@ def episode_feedback(q, prediction) -> list[str]:
     elif episode.turn < episode.max_turns:
         lines.append(f"The agent submitted at turn {episode.turn} of {episode.max_turns}.")
     return lines
+
+
+def _capped(lines: list[str], more: str) -> list[str]:
+    """The first MAX_REJECTIONS_SHOWN lines, then how many were left out."""
+    left = len(lines) - MAX_REJECTIONS_SHOWN
+    return lines[:MAX_REJECTIONS_SHOWN] + ([f"... and {left} {more}."] if left > 0 else [])

@@ -312,33 +312,23 @@ class _RecordError(ValueError):
 def _parse_record(record: dict, dataset: str) -> Question:
     if "paragraphs" in record:
         return _parse_musique(record, dataset)
-    if "golden_answers" in record and "metadata" in record:
+    if "golden_answers" in record and "metadata" in record:  # 2Wiki FlashRAG
         meta = _field(record, "metadata", dict)
         answers = _field(record, "golden_answers", list)
         if not answers:
             raise _RecordError("field 'golden_answers' is empty")
-        context = _field(meta, "context", dict)
-        facts = _field(meta, "supporting_facts", dict)
-        return _build(
-            record, dataset, answers[0], answers[1:], _field(meta, "type", str),
-            _zip_fields(context, "title", "content", "context"),
-            _zip_fields(facts, "title", "sent_id", "supporting_facts"),
-        )
-    if "context" in record or "supporting_facts" in record:
-        context = record["context"]
-        facts = _field(record, "supporting_facts", (list, dict))
-        if isinstance(context, dict):  # Hugging Face layout
-            pairs = _zip_fields(context, "title", "sentences", "context")
-        elif isinstance(context, list):  # original layout (HotpotQA and 2Wiki dev.json)
-            pairs = [_pair(item, "context") for item in context]
-        else:
-            raise _RecordError(f"field 'context' must be a list or an object, got {type(context).__name__}")
-        if isinstance(facts, dict):
-            fact_pairs = _zip_fields(facts, "title", "sent_id", "supporting_facts")
-        else:
-            fact_pairs = [_pair(item, "supporting_facts") for item in facts]
-        return _build(record, dataset, _field(record, "answer", str), [], _field(record, "type", str), pairs, fact_pairs)
-    raise _RecordError(f"unrecognised record layout; keys seen: {sorted(record)}")
+        context, facts = _field(meta, "context", dict), _field(meta, "supporting_facts", dict)
+        answer, aliases, qtype = answers[0], answers[1:], _field(meta, "type", str)
+        sentences = "content"
+    elif "context" in record or "supporting_facts" in record:  # HotpotQA / 2Wiki original, HotpotQA Hugging Face
+        context, facts = record["context"], _field(record, "supporting_facts", (list, dict))
+        answer, aliases, qtype, sentences = None, [], None, "sentences"
+    else:
+        raise _RecordError(f"unrecognised record layout; keys seen: {sorted(record)}")
+    pairs, fact_pairs = _pairs(context, "title", sentences, "context"), _pairs(facts, "title", "sent_id", "supporting_facts")
+    if answer is None:
+        answer, qtype = _field(record, "answer", str), _field(record, "type", str)
+    return _build(record, dataset, answer, aliases, qtype, pairs, fact_pairs)
 
 
 def _build(record, dataset, answer, aliases, qtype, context_pairs, fact_pairs) -> Question:
@@ -437,17 +427,20 @@ def _field(obj: dict, name: str, kind):
     return value
 
 
-def _zip_fields(obj: dict, a: str, b: str, where: str) -> list[tuple]:
-    left, right = _field(obj, a, list), _field(obj, b, list)
-    if len(left) != len(right):
-        raise _RecordError(f"{where}: {a!r} has {len(left)} entries but {b!r} has {len(right)}")
-    return list(zip(left, right))
-
-
-def _pair(item, where: str) -> tuple:
-    if not isinstance(item, list) or len(item) != 2:
-        raise _RecordError(f"{where}: expected [title, value] pairs, got {item!r:.80}")
-    return tuple(item)
+def _pairs(value, a: str, b: str, where: str) -> list[tuple]:
+    """[title, value] pairs: an object of two parallel lists `a` and `b` (Hugging Face, FlashRAG), or a list of
+    [title, value] pairs (the original layout)."""
+    if isinstance(value, dict):
+        left, right = _field(value, a, list), _field(value, b, list)
+        if len(left) != len(right):
+            raise _RecordError(f"{where}: {a!r} has {len(left)} entries but {b!r} has {len(right)}")
+        return list(zip(left, right))
+    if not isinstance(value, list):
+        raise _RecordError(f"field {where!r} must be a list or an object, got {type(value).__name__}")
+    for item in value:
+        if not isinstance(item, list) or len(item) != 2:
+            raise _RecordError(f"{where}: expected [title, value] pairs, got {item!r:.80}")
+    return [tuple(item) for item in value]
 
 
 def _check_str(value, what: str) -> str:

@@ -33,7 +33,17 @@ def column_name(column: tuple[str, str] | tuple[str, str, str]) -> str:
     """A column's header: `dataset · LM` (the LM without its provider), then the setting if it is not
     the pool. A column is (dataset, LM), or (setting, dataset, LM) where the setting is part of it."""
     *setting, dataset, lm = column
-    return f"{dataset} · {lm.rsplit('/', 1)[-1]}" + (f" · {setting[0]}" if setting and setting[0] != "pool" else "")
+    return f"{dataset} · {short_lm(lm)}" + (f" · {setting[0]}" if setting and setting[0] != "pool" else "")
+
+
+def short_lm(lm: str) -> str:
+    """An LM's name without its provider (`openai/gpt-4.1-mini` -> `gpt-4.1-mini`), as table cells show it."""
+    return lm.rsplit("/", 1)[-1]
+
+
+def interval(b) -> str:
+    """A bootstrap's difference with its interval, in points: `+1.2 [-0.3, +2.8]` (eval.scoring.stats.Bootstrap)."""
+    return f"{b.diff:+.1f} [{b.low:+.1f}, {b.high:+.1f}]"
 
 
 def number(x: float, digits: int = 1) -> str:

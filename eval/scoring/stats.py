@@ -56,7 +56,10 @@ def paired_bootstrap(baseline: Sequence[float], other: Sequence[float], resample
     resampled means on the far side of zero, with the usual +1 so it is never exactly 0.
     It agrees with the interval: the 95% interval excludes 0 exactly when p < 0.05 (up to that +1).
     """
-    d = _differences(baseline, other)
+    a, b = _paired(baseline, other, float)
+    if len(a) == 0:
+        raise ValueError("no paired questions to compare")
+    d = b - a
     rng = np.random.default_rng(seed)
     means = np.empty(resamples)
     for start in range(0, resamples, 1000):  # chunks keep memory flat for long runs
@@ -72,10 +75,7 @@ def paired_bootstrap(baseline: Sequence[float], other: Sequence[float], resample
 def mcnemar_exact(baseline_correct: Sequence[bool], other_correct: Sequence[bool]) -> McNemar:
     """Exact two-sided McNemar: under H0 each discordant pair is a fair coin, b ~ Binomial(b + c, 1/2).
     When all k discordant pairs go one way, p = 2 * 0.5^k (the paper's F.2 and F.3 p-values)."""
-    base = np.asarray(baseline_correct, dtype=bool)
-    other = np.asarray(other_correct, dtype=bool)
-    if base.shape != other.shape or base.ndim != 1:
-        raise ValueError(f"need two equal-length 1-d arrays, got shapes {base.shape} and {other.shape}")
+    base, other = _paired(baseline_correct, other_correct, bool)
     b = int(np.sum(base & ~other))
     c = int(np.sum(~base & other))
     p = 1.0 if b + c == 0 else float(binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
@@ -97,12 +97,11 @@ def holm(pvalues: Mapping[str, float], alpha: float = 0.05, size: int | None = N
     m = len(pvalues) if size is None else size
     if m < len(pvalues):
         raise ValueError(f"a family of {m} comparisons cannot hold {len(pvalues)}")
-    order = sorted(pvalues, key=lambda k: pvalues[k])
-    out, running = {}, 0.0
-    for k, name in enumerate(order):
-        running = max(running, min(1.0, (m - k) * pvalues[name]))
-        out[name] = Adjusted(pvalues[name], running, running <= alpha)
-    return {name: out[name] for name in pvalues}  # the caller's order
+    names, p = list(pvalues), np.array(list(pvalues.values()), dtype=float)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(len(p))) * p[order]))
+    return {name: Adjusted(pvalues[name], float(a), bool(a <= alpha)) for name, a in zip(names, adjusted)}
 
 
 def mean_interval(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
@@ -113,14 +112,11 @@ def mean_interval(values: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES,
     return result.low, result.high
 
 
-def _differences(baseline: Sequence[float], other: Sequence[float]) -> np.ndarray:
-    a = np.asarray(baseline, dtype=float)
-    b = np.asarray(other, dtype=float)
+def _paired(baseline: Sequence, other: Sequence, dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.asarray(baseline, dtype=dtype), np.asarray(other, dtype=dtype)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"need two equal-length 1-d arrays, got shapes {a.shape} and {b.shape}")
-    if len(a) == 0:
-        raise ValueError("no paired questions to compare")
-    return b - a
+    return a, b
 
 
 @dataclass(frozen=True)

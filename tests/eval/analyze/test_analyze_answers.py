@@ -179,16 +179,6 @@ def test_support_table5_em_mcnemar_p_on_a_lopsided_column(tmp_path):
                                                                                        "0.0312")
 
 
-def test_support_records_without_answer_em_get_dashes_and_a_note(tmp_path):
-    old = [{k: v for k, v in r.items() if k != "em"} for r in sf1([("q1", 1.0)])]
-    runs = [run("eir", "hotpotqa", old), run("direct", "hotpotqa", sf1([("q1", 0.5)], exact=("q1",)))]
-    report = support.analyze(runs, context(tmp_path), tmp_path)
-    _, rows = table(report, "table5_support_eir_vs_direct.md")
-    row = rows[("hotpotqa · m", "direct")]
-    assert (row["EIR EM"], row["EM McNemar p"]) == ("–", "–") and row["Support EM b / c"] == "0 / 1"
-    assert any("lack em; no em compared" in n for n in report.notes)
-
-
 def test_support_table8_holm_spans_each_baselines_columns(tmp_path):
     report = support.analyze(support_runs(), context(tmp_path), tmp_path)
     hotpot, wiki = "eir_minus_reflexion_oracle/pool/hotpotqa/local/m", "eir_minus_reflexion_oracle/pool/2wiki/local/m"

@@ -7,6 +7,8 @@ from scipy.stats import binomtest
 
 from eval.analyze import availability
 from eval.analyze.report import Context
+from eval.compare.error_analysis import missing_gold
+from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
 
 G = ["G1", "G2", "G3", "G4"]
@@ -62,9 +64,12 @@ def wilson(k, n):
 
 
 def test_missing_gold_counts_supporting_paragraphs_never_read():
-    assert availability.missing_gold(rec("x", 0, G[:2], ["G2", "X", "G1"])) == 0
-    assert availability.missing_gold(rec("x", 0, G, ["G4"])) == 3
-    assert availability.missing_gold(rec("x", 0, G[:2], ["G1", "G1"])) == 1  # a repeated read counts once
+    def missing(*args):
+        return missing_gold(QuestionRecord.model_validate(rec(*args)))
+
+    assert missing("x", 0, G[:2], ["G2", "X", "G1"]) == 0
+    assert missing("x", 0, G, ["G4"]) == 3
+    assert missing("x", 0, G[:2], ["G1", "G1"]) == 1  # a repeated read counts once
 
 
 def test_table15_counts_by_hand(report):

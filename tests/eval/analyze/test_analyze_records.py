@@ -5,7 +5,8 @@ import pytest
 from eir_dspy import rejection
 from eval.analyze import calls_after_support, parse_failures, rejections
 from eval.analyze.report import Context
-from eval.runs.logged_runs import LoggedRun, SelectionError
+from eval.files.question_record import QuestionRecord
+from eval.runs.logged_runs import LoggedRun
 from eval.scoring.stats import paired_bootstrap
 
 LM = "local/scripted"
@@ -36,7 +37,6 @@ DIRECT_REJ = [rej(6, {"not_json": 1, "missing_field": 1, rejection.NO_ACTION: 1,
               rej(5, {})]
 CORPUS_REJ = [rej(10, {rejection.UNKNOWN_ID: 2, rejection.REPEATED_SEARCH: 3, rejection.SUBMIT_ONLY_TURN: 1,
                        rejection.EMPTY_SEARCH: 1, "wrong_type": 1})]
-LEGACY_REJ = [rej(7, {rejection.LEGACY: 3, "not_json": 1}), rej(7, {})]
 FULL_POOL_REJ = [rej(0, {}), {**rej(0, {}), "id": "other"}]
 
 
@@ -79,23 +79,6 @@ def test_table22_counts_and_shares_of_actions(tmp_path):
     assert report.metrics[f"rejected_other/{key}"] == 1
 
 
-def test_table22_legacy_runs_are_noted_as_unsplittable(tmp_path):
-    runs = [logged("eir", "hotpotqa", LEGACY_REJ, "r-old"), logged("direct", "hotpotqa", DIRECT_REJ, "r-direct")]
-    report = rejections.analyze(runs, Context(out=tmp_path), tmp_path)
-    _, rows = table_rows(report.tables["table22_rejections.md"], "method")
-    assert rows[("eir",)]["actions"] == "14"
-    assert rows[("eir",)]["other"] == "3 (21.4%)" and rows[("eir",)]["unparseable output"] == "1 (7.1%)"
-    assert rows[("eir",)]["rejected"] == "4 (28.6%)"
-    legacy = [n for n in report.notes if "cannot be split" in n]
-    assert len(legacy) == 1 and "r-old" in legacy[0] and "r-direct" not in legacy[0]
-
-
-def test_table22_refuses_records_without_causes(tmp_path):
-    old = [{"id": "x", "turns": 3, "rejected_actions": 1}]
-    with pytest.raises(SelectionError, match="r-older.*rejections_by_cause"):
-        rejections.analyze([logged("eir", "hotpotqa", old, "r-older")], Context(out=tmp_path), tmp_path)
-
-
 # --- C.2: parse failures ---------------------------------------------------------------------------
 
 
@@ -103,12 +86,17 @@ def turn(accepted=True, cause=None, read=None, calls=None):
     return {"accepted": accepted, "rejection_cause": cause, "read_title": read, "calls_made": calls}
 
 
-def submit_traj(forced, *turns):
-    return {"turns": list(turns), "submitted": None if forced else "x", "forced_end": forced}
+def submit_traj(forced, *turns, method="direct"):
+    return {"method": method, "turns": list(turns), "submitted": None if forced else "x", "forced_end": forced}
 
 
 def eir_traj(parsed):
-    return {"turns": [turn(), turn()], "submitted": "x", "forced_end": False, "final_parsed": parsed}
+    return {"method": "eir", "turns": [turn(), turn()], "submitted": "x", "forced_end": False, "final_parsed": parsed}
+
+
+def rec(row):
+    """A hand-built line as the record it reads as."""
+    return QuestionRecord.model_validate(row)
 
 
 def answered(qid, f1, em, trajectory, error=None):
@@ -117,7 +105,9 @@ def answered(qid, f1, em, trajectory, error=None):
 
 
 def test_status_by_method_family():
-    status = parse_failures.status
+    def status(row):
+        return parse_failures.status(rec(row))
+
     assert status(answered("a", 0, 0, submit_traj(True, turn(), turn(False, "not_json")))) == "unreadable"
     assert status(answered("a", 0, 0, submit_traj(True, turn(), turn(False, rejection.NO_ACTION)))) == "unreadable"
     # Forced out after a parsed but invalid action: a wrong answer, not a parse failure.
@@ -127,16 +117,16 @@ def test_status_by_method_family():
     assert status(answered("a", 0, 0, submit_traj(False, turn(False, "not_json"), turn()))) == "readable"
     # Reflexion: only its last trial answers.
     def trial(forced, cause):
-        return {**submit_traj(forced, turn(False, cause)), "trial": 1}
+        return {"trial": 1, "turns": [turn(False, cause)], "forced_end": forced}
 
-    assert status(answered("a", 0, 0, {"trials": [trial(True, "not_json"), trial(False, None)], "stopped_at": 2})) \
-        == "readable"
-    assert status(answered("a", 0, 0, {"trials": [trial(False, None), trial(True, "wrong_type")], "stopped_at": 2})) \
-        == "unreadable"
+    def reflexion(*trials):
+        return {"method": "reflexion", "trials": list(trials), "stopped_at": 2}
+
+    assert status(answered("a", 0, 0, reflexion(trial(True, "not_json"), trial(False, None)))) == "readable"
+    assert status(answered("a", 0, 0, reflexion(trial(False, None), trial(True, "wrong_type")))) == "unreadable"
     assert status(answered("a", 0, 0, eir_traj(False))) == "unreadable"
-    assert status(answered("a", 0, 0, {"final_parsed": True})) == "readable"  # Full Pool
+    assert status(answered("a", 0, 0, {"method": "full_pool", "final_parsed": True})) == "readable"
     assert status(answered("a", 0, 0, None, error="RuntimeError: boom")) == "failed"
-    assert status(answered("a", 0, 0, {"see": "trial 1 of the reflexion_oracle run"})) is None
 
 
 OK = submit_traj(False, turn(), turn())
@@ -151,14 +141,12 @@ DIRECT_C2 = [answered("q1", 0.5, 0, OK), answered("q2", 1.0, 1, OK), answered("q
 
 def test_c2_unreadable_shares_and_paired_recomparison(tmp_path):
     runs = [logged("eir", "hotpotqa", EIR_C2, "r-eir"), logged("direct", "hotpotqa", DIRECT_C2, "r-direct"),
-            logged("direct_corpus", "hotpotqa", DIRECT_C2, "r-corpus", setting="corpus"),  # another setting: no pair
-            logged("reflexion_first", "hotpotqa", [answered("q1", 0, 0, {"see": "trial 1"})], "r-first")]
+            logged("direct_corpus", "hotpotqa", DIRECT_C2, "r-corpus", setting="corpus")]  # another setting: no pair
     report = parse_failures.analyze(runs, Context(out=tmp_path, resamples=2000), tmp_path)
     _, rows = table_rows(report.tables["c2_parse_failures.md"], "method")
     assert {k: (r["n"], r["failed"], r["unreadable"], r["unreadable %"]) for k, r in rows.items()} == {
         ("eir",): ("6", "1", "1", "20.0"), ("direct",): ("7", "0", "1", "14.3"),
         ("direct_corpus",): ("7", "0", "1", "14.3")}
-    assert any("r-first" in n and "skipped" in n for n in report.notes)
 
     # Shared q1-q6; both readable: q1, q4, q6 (q2 EIR's final call failed, q3 Direct unparseable, q5 EIR raised).
     _, pairs = table_rows(report.tables["c2_readable_comparison.md"], "EIR", "baseline")
@@ -203,7 +191,8 @@ def test_c2_without_a_baseline_says_so(tmp_path):
 
 
 def test_c2_pair_with_nothing_readable_in_common(tmp_path):
-    pool = [answered(q, 1.0, 1, {"final_parsed": q != "q1"}) for q in ("q1", "q2")]  # q2: EIR's final call failed
+    # q2: EIR's final call failed
+    pool = [answered(q, 1.0, 1, {"method": "full_pool", "final_parsed": q != "q1"}) for q in ("q1", "q2")]
     runs = [logged("eir", "hotpotqa", EIR_C2, "r-eir"), logged("full_pool", "hotpotqa", pool, "r-pool")]
     report = parse_failures.analyze(runs, Context(out=tmp_path), tmp_path)
     _, pairs = table_rows(report.tables["c2_readable_comparison.md"], "EIR", "baseline")
@@ -220,6 +209,9 @@ def calls(*roles):
 
 
 def supported(qid, gold, trajectory, lm_calls, error=None):
+    if trajectory is not None:  # EIR's turns, Reflexion's trials or Full Pool's final call
+        method = "reflexion" if "trials" in trajectory else "eir" if "turns" in trajectory else "full_pool"
+        trajectory = {"method": method, **trajectory}
     return {"id": qid, "gold_titles": gold, "trajectory": trajectory, "lm_calls": lm_calls, "error": error}
 
 
@@ -251,8 +243,15 @@ REFLEXION_T21 = [
 ]
 
 
+def after(row, trials):
+    return calls_after_support.calls_after_support(rec(row), trials)
+
+
+def trials_of(row):
+    return calls_after_support.trials_of(rec(row))
+
+
 def test_calls_after_support_for_one_record():
-    after, trials_of = calls_after_support.calls_after_support, calls_after_support.trials_of
     assert after(EIR_T21[0], trials_of(EIR_T21[0])) == {"action": 1, "final": 1}
     assert after(EIR_T21[2], trials_of(EIR_T21[2])) is None
     assert [[t["calls_made"] for t in trial] for trial in trials_of(REFLEXION_T21[0])] == [[1, 2], [4, 5, 6]]
@@ -260,14 +259,13 @@ def test_calls_after_support_for_one_record():
 
 def test_reflexion_support_counts_within_one_trial():
     """The paper: "at least one Reflexion trial reads every paragraph". Reads do not carry over trials."""
-    after, trials_of = calls_after_support.calls_after_support, calls_after_support.trials_of
     # x1: trial 2 read G2 then G1 itself: complete at its 5th call, not at G2 (4 calls) on top of trial 1's G1.
     assert after(REFLEXION_T21[0], trials_of(REFLEXION_T21[0])) == {"action": 1}
     # x3: G1 in trial 1 and G2 in trial 2 is every paragraph over the trials, but no trial's.
     assert after(REFLEXION_T21[2], trials_of(REFLEXION_T21[2])) is None
     # The same reads within one trial do count.
-    one_trial = {**REFLEXION_T21[2], "trajectory": {"trials": [{"turns": [turn(read="G1", calls=1),
-                                                                           turn(read="G2", calls=2)]}]}}
+    one_trial = {**REFLEXION_T21[2], "trajectory": {"method": "reflexion", "trials": [{"turns": [
+        turn(read="G1", calls=1), turn(read="G2", calls=2)]}]}}
     assert after(one_trial, trials_of(one_trial)) == {"reflect": 1, "action": 2}
 
 
@@ -302,13 +300,6 @@ def test_table21_note_states_the_per_trial_rule_the_counts_apply(tmp_path):
     assert "counting as read" not in text  # the earlier note said the opposite of the rule applied
     assert "that turn's own action call excluded" in text
     assert report.params["reflexion_support"] == "within one trial"
-
-
-def test_table21_refuses_turns_without_calls_made(tmp_path):
-    old_turn = {k: v for k, v in turn(read="G1").items() if k != "calls_made"}
-    old = [supported("o", G, {"turns": [old_turn]}, calls("action", "final"))]
-    with pytest.raises(SelectionError, match="r-old.*calls_made"):
-        calls_after_support.analyze([logged("eir", "hotpotqa", old, "r-old")], Context(out=tmp_path), tmp_path)
 
 
 def test_table21_notes_runs_outside_the_corpus_setting_the_paper_used(tmp_path):

@@ -40,7 +40,8 @@ def record(qid, read=("Alpha Port",), em=0.0, prediction=EARLIER):
     return {"id": qid, "question": f"Which archipelago holds the island of {qid}?", "gold": ANSWER, "aliases": [],
             "prediction": prediction, "citations": [], "answer_f1": em, "em": em, "support_f1": 0.0, "calls": 8,
             "evidence_titles": list(read), "gold_titles": ["Alpha Port", "Beta Isle"], "evidence": evidence,
-            "trajectory": {"requirements": [{"id": "r1", "text": LIST_ENTRY}], "submitted": EARLIER}, "error": None}
+            "trajectory": {"method": "eir", "requirements": [{"id": "r1", "text": LIST_ENTRY}], "submitted": EARLIER},
+            "error": None}
 
 
 def logged(tmp_path, records, label="eir"):
@@ -159,10 +160,6 @@ def test_only_eir_pool_runs_are_re_answered(tmp_path, model):
     direct = logged(tmp_path, [record("q1")], label="direct")
     with pytest.raises(SelectionError, match="no EIR run"):
         added_support.analyze([direct], Context(out=tmp_path / "out"), tmp_path)
-    old = record("q1")
-    del old["evidence"]
-    with pytest.raises(SelectionError, match="evidence"):
-        added_support.analyze([logged(tmp_path, [old])], Context(out=tmp_path / "out"), tmp_path)
 
 
 def test_the_rerun_lm_is_the_runs_own_without_a_response_cache():
@@ -378,8 +375,9 @@ def test_table16_mcnemar_is_each_arm_after_against_before_not_against_the_contro
     # control the added arm would be b / c = 0 / 2 (p = 0.5); after against before it is 0 / 4: 2 * 0.5^4.
     run = logged(tmp_path, [record(f"q{i}") for i in range(6)])
     arms = {"control": [1.0, 1.0, 0.0, 0.0, 0.0, 0.0], "added": [1.0, 1.0, 1.0, 1.0, 0.0, 0.0]}
+    scores = {arm: [{"em": x, "answer_f1": x} for x in em] for arm, em in arms.items()}
     report = Report()
-    rows = recovery.conversion_rows(run, list(run.records), arms, arms["control"], [0.0] * 6, arms,
+    rows = recovery.conversion_rows(recovery.Rerun(run, list(run.question_records), {}, {}, scores),
                                     Context(out=tmp_path, resamples=100), report, "added-support")
     key = "added-support/{}/eir/hotpotqa/local/scripted"
     m = report.metrics
