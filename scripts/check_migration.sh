@@ -10,8 +10,12 @@
 #    on them into $OLD/outputs. Skipped when $OLD/mlflow.db exists (FRESH=1 logs them again).
 # 2. Copy $OLD to $MIG, point the copy's store at its own files, and run scripts/migrate_runs.py on
 #    it (--dry-run first, then for real, with a backup).
-# 3. Run this checkout's eval.compare and eval.analyze on $MIG into $MIG/outputs and diff the two
-#    output trees (paths normalised; run ids are the same in the copy). Exit 1 on any difference.
+# 3. With BEFORE_TREE set (a checkout whose readers still read old runs), run its eval.compare and
+#    eval.analyze on $MIG before migrating, and this checkout's after: they must be equal (else exit 1).
+# 4. Diff the old code's outputs against this checkout's on the migrated runs, normalised: paths, the
+#    timestamped compare folder, table padding, and the option names today's rules add to the old runs'
+#    variants (` invalid_updates=reject`, ` futile_searches=reject`: those runs ran under these rules, and
+#    the reference is given as `eir invalid_updates=reject`). What remains is printed (code changes since).
 set -euo pipefail
 
 NEW=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,10 +41,10 @@ in_store() {
      _MLFLOW_SERVER_ARTIFACT_ROOT="$root/artifacts" DSPY_CACHEDIR="$root/dspy-cache" python -m "$@")
 }
 
-outputs() {  # `outputs ROOT TREE`: eval.compare and the LM-free analyses of eval.analyze, into ROOT/outputs
-  local root=$1 tree=$2 out=$1/outputs
+outputs() {  # `outputs ROOT TREE OUT [ARGS]`: eval.compare (with ARGS) and the LM-free analyses, into OUT
+  local root=$1 tree=$2 out=$3; shift 3
   rm -rf "$out" && mkdir -p "$out"
-  in_store "$root" "$tree" eval.compare --experiment $EXPERIMENT --out "$out/compare" --no-log \
+  in_store "$root" "$tree" eval.compare --experiment $EXPERIMENT --out "$out/compare" --no-log "$@" \
     > "$out/compare.txt" 2>&1 || echo "eval.compare exited $? (see $out/compare.txt)"
   for name in $ANALYSES; do
     in_store "$root" "$tree" eval.analyze "$name" --experiment $EXPERIMENT --out "$out/analyze-$name" --no-log \
@@ -76,10 +80,11 @@ time.sleep(10**6)" "$OLD/lm" > "$OLD/lm/url" &
   run --method eir --setting corpus --index "$OLD/corpus/index"
   kill $LM_PID; trap - EXIT
   echo "old runs logged in $OLD; old outputs:"
-  outputs "$OLD" "$OLD_TREE"
+  outputs "$OLD" "$OLD_TREE" "$OLD/outputs"
 fi
 
 rm -rf "$MIG" && cp -a "$OLD" "$MIG" && rm -rf "$MIG/outputs"
+REFERENCE=(--reference "eir invalid_updates=reject")
 # The copy's store still names the original's artifact and results paths: point it at its own.
 python - "$MIG/mlflow.db" "$OLD/" "$MIG/" <<'EOF'
 import sqlite3, sys
@@ -91,18 +96,43 @@ with sqlite3.connect(db) as c:
 EOF
 
 migrate() { (cd "$NEW" && clean_env MLFLOW_TRACKING_URI="sqlite:///$MIG/mlflow.db" python scripts/migrate_runs.py "$@"); }
+# BEFORE_TREE: a checkout whose readers still read the old runs (e.g. main at cdba56a): its outputs on the
+# copy before the migration must equal this checkout's after it.
+[[ -z ${BEFORE_TREE:-} ]] || outputs "$MIG" "$BEFORE_TREE" "$MIG/outputs-unmigrated" "${REFERENCE[@]}"
 migrate --dry-run | tee "$MIG/migration-dry-run.txt"
 migrate --backup "$MIG/migration-backup" | tee "$MIG/migration.txt"
 migrate --dry-run | tee "$MIG/migration-again.txt"  # a second pass finds nothing to change
-outputs "$MIG" "$NEW"
+outputs "$MIG" "$NEW" "$MIG/outputs" "${REFERENCE[@]}"
 
-# The two output trees, paths normalised.
-norm() { rm -rf "$2" && cp -a "$1" "$2" && grep -rlI . "$2" | xargs -r sed -i -e "s#$OLD#<ROOT>#g" -e "s#$MIG#<ROOT>#g"; }
-norm "$OLD/outputs" "$MIG/outputs-old.norm"
-norm "$MIG/outputs" "$MIG/outputs-new.norm"
-if diff -r "$MIG/outputs-old.norm" "$MIG/outputs-new.norm" > "$MIG/outputs.diff"; then
-  echo "old and migrated outputs are identical"
-else
-  echo "old and migrated outputs differ: $MIG/outputs.diff ($(wc -l < "$MIG/outputs.diff") lines)"
-  exit 1
+# `norm IN OUT [SUFFIXES]`: a copy of an output tree with paths and the compare folder's time stamp
+# normalised; with SUFFIXES also table padding and today's option names of the old runs' variants.
+norm() {
+  rm -rf "$2" && cp -a "$1" "$2"
+  find "$2" -depth -type d -regextype egrep -regex '.*/[0-9]{8}-[0-9]{6}' -execdir mv {} TIME \;
+  grep -rlI . "$2" | xargs -r sed -i -E -e "s#$MIG#<ROOT>#g" -e "s#$OLD#<ROOT>#g" -e "s#[0-9]{8}-[0-9]{6}#TIME#g"
+  [[ -z ${3:-} ]] && return
+  grep -rlI . "$2" | xargs -r sed -i -E \
+    -e "s/ (invalid_updates|futile_searches)=reject//g" -e "s/ +\|/ |/g" -e "s/-{2,}/--/g"
+  find "$2" -type f \( -name '*_updates-reject*' -o -name '*_searches-reject*' \) | while read -r f; do
+    mv "$f" "$(dirname "$f")/$(basename "$f" | sed -E 's/-(invalid_updates|futile_searches)-reject//g')"; done
+}
+status=0
+if [[ -s $MIG/outputs-unmigrated/compare.txt ]] && ! grep -q "^error" "$MIG/outputs-unmigrated/compare.txt"; then
+  norm "$MIG/outputs-unmigrated" "$MIG/outputs-unmigrated.norm"
+  norm "$MIG/outputs" "$MIG/outputs.norm"
+  if diff -r "$MIG/outputs-unmigrated.norm" "$MIG/outputs.norm" > "$MIG/migration-effect.diff"; then
+    echo "BEFORE_TREE's outputs on the old runs and this checkout's on the migrated runs: identical"
+  else
+    echo "BEFORE_TREE's outputs on the old runs and this checkout's on the migrated runs differ: $MIG/migration-effect.diff"
+    status=1
+  fi
 fi
+norm "$OLD/outputs" "$MIG/outputs-old.norm" suffixes
+norm "$MIG/outputs" "$MIG/outputs-new.norm" suffixes
+if diff -r "$MIG/outputs-old.norm" "$MIG/outputs-new.norm" > "$MIG/outputs.diff"; then
+  echo "the old code's outputs and this checkout's on the migrated runs: identical (normalised)"
+else
+  echo "the old code's outputs and this checkout's on the migrated runs differ (normalised): $MIG/outputs.diff"
+  echo "($(wc -l < "$MIG/outputs.diff") lines; files: $(grep -c '^diff\|^Only' "$MIG/outputs.diff"))"
+fi
+exit $status

@@ -7,6 +7,7 @@ from eval.analyze import calls_after_support, parse_failures, rejections
 from eval.analyze.report import Context
 from eval.runs.logged_runs import LoggedRun, SelectionError
 from eval.scoring.stats import paired_bootstrap
+from tests.scripts.test_run_migrations import mig  # the shapes older versions wrote name their method as the migrator does
 
 LM = "local/scripted"
 
@@ -111,8 +112,15 @@ def eir_traj(parsed):
     return {"turns": [turn(), turn()], "submitted": "x", "forced_end": False, "final_parsed": parsed}
 
 
+def named(trajectory):
+    """A trajectory in the shape each method writes, naming its method as that shape does (its keys)."""
+    if not isinstance(trajectory, dict) or "method" in trajectory:
+        return trajectory
+    return {"method": mig.trajectory_method(trajectory), **trajectory}
+
+
 def answered(qid, f1, em, trajectory, error=None):
-    return {"id": qid, "answer_f1": f1, "em": float(em), "trajectory": trajectory, "error": error,
+    return {"id": qid, "answer_f1": f1, "em": float(em), "trajectory": named(trajectory), "error": error,
             "rejections_by_cause": {}}
 
 
@@ -220,7 +228,7 @@ def calls(*roles):
 
 
 def supported(qid, gold, trajectory, lm_calls, error=None):
-    return {"id": qid, "gold_titles": gold, "trajectory": trajectory, "lm_calls": lm_calls, "error": error}
+    return {"id": qid, "gold_titles": gold, "trajectory": named(trajectory), "lm_calls": lm_calls, "error": error}
 
 
 G = ["G1", "G2"]
@@ -266,7 +274,7 @@ def test_reflexion_support_counts_within_one_trial():
     # x3: G1 in trial 1 and G2 in trial 2 is every paragraph over the trials, but no trial's.
     assert after(REFLEXION_T21[2], trials_of(REFLEXION_T21[2])) is None
     # The same reads within one trial do count.
-    one_trial = {**REFLEXION_T21[2], "trajectory": {"trials": [{"turns": [turn(read="G1", calls=1),
+    one_trial = {**REFLEXION_T21[2], "trajectory": {"method": "reflexion", "trials": [{"turns": [turn(read="G1", calls=1),
                                                                            turn(read="G2", calls=2)]}]}}
     assert after(one_trial, trials_of(one_trial)) == {"reflect": 1, "action": 2}
 

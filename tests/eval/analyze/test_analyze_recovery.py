@@ -40,7 +40,8 @@ def record(qid, read=("Alpha Port",), em=0.0, prediction=EARLIER):
     return {"id": qid, "question": f"Which archipelago holds the island of {qid}?", "gold": ANSWER, "aliases": [],
             "prediction": prediction, "citations": [], "answer_f1": em, "em": em, "support_f1": 0.0, "calls": 8,
             "evidence_titles": list(read), "gold_titles": ["Alpha Port", "Beta Isle"], "evidence": evidence,
-            "trajectory": {"requirements": [{"id": "r1", "text": LIST_ENTRY}], "submitted": EARLIER}, "error": None}
+            "trajectory": {"method": "eir", "requirements": [{"id": "r1", "text": LIST_ENTRY}], "submitted": EARLIER},
+            "error": None}
 
 
 def logged(tmp_path, records, label="eir"):

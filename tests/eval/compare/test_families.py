@@ -31,7 +31,7 @@ def record(qid: str, f1: float, calls: int = 2, gold: float = 1.0, reads: int = 
             "evidence_titles": [], "gold_titles": ["G"], "gold_read_share": gold, "reads": reads,
             "calls_by_role": {"action": calls - 1 - sum(repairs), "final": 1, "repair": repairs[0],
                               "refresh": repairs[1]},
-            "trajectory": {"requirements": [{"id": f"r{i}"} for i in range(requirements)],
+            "trajectory": {"method": "eir", "requirements": [{"id": f"r{i}"} for i in range(requirements)],
                            "conclusions": [{"id": f"c{i}"} for i in range(conclusions)],
                            "list_updates": {"applied": 0, "discarded": 0}}}
 
