@@ -109,7 +109,7 @@ outputs "$MIG" "$NEW" "$MIG/outputs" "${REFERENCE[@]}"
 norm() {
   rm -rf "$2" && cp -a "$1" "$2"
   find "$2" -depth -type d -regextype egrep -regex '.*/[0-9]{8}-[0-9]{6}' -execdir mv {} TIME \;
-  grep -rlI . "$2" | xargs -r sed -i -E -e "s#$MIG#<ROOT>#g" -e "s#$OLD#<ROOT>#g" -e "s#[0-9]{8}-[0-9]{6}#TIME#g"
+  grep -rlI . "$2" | xargs -r sed -i -E -e "s#$1#<OUT>#g" -e "s#$MIG#<ROOT>#g" -e "s#$OLD#<ROOT>#g" -e "s#[0-9]{8}-[0-9]{6}#TIME#g"
   [[ -z ${3:-} ]] && return
   grep -rlI . "$2" | xargs -r sed -i -E \
     -e "s/ (invalid_updates|futile_searches)=reject//g" -e "s/ +\|/ |/g" -e "s/-{2,}/--/g"
