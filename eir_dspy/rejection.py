@@ -3,7 +3,8 @@
 Every rejected turn records one cause. An output that could not be used at all carries the
 accounting layer's cause (`not_json`, `not_json_only`, `missing_field`, `wrong_type`, `unusable`); a
 usable output whose action cannot run, or (EIR) whose list updates are invalid, carries one of the
-causes below. Runs recorded before causes were split hold `invalid_action` for all of these.
+causes below. Runs recorded before causes were split hold `invalid_action` (LEGACY) for all of these:
+a recorded cause, not an old format, so scripts/migrate_runs.py leaves it (it cannot tell which it was).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The per-question result record: `QuestionRecord`, the one typed form of a results.jsonl line.
 
-eval.runs.execute builds it; it is written as one JSON line (`row()`: the keys set, so a line holds
-the same keys as before this model existed) and read back only through `from_legacy`, which also
-loads lines written by earlier versions. Fields default to None because earlier versions did not
-write them all: None means "not recorded". Analyses read fields, never guess from keys.
+eval.runs.execute builds it; it is written as one JSON line (`row()`: the keys set) and read back
+only through `read_record`, which takes the current format only: records of earlier versions are
+rewritten once by scripts/migrate_runs.py. Fields default to None (not recorded): a failed question
+has no trajectory, a variant no run id. Analyses read fields, never guess from keys.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from programs import names
 from programs.trajectory_record import Trajectory
 
 SCORES = {"answer_f1", "em", "support_f1", "sp_em", "joint_em", "joint_f1"}  # eval.scoring.metrics.score_question's
@@ -79,7 +78,7 @@ class QuestionRecord(BaseModel):
     part_started_at: float | None = None
     finished_at: float | None = None
     # The eval.run run that wrote this line (its MLflow run id), so a results file refuses another run's
-    # lines; None: written before records carried it.
+    # lines; None in a variant nested in its record, and in records built in memory.
     run_id: str | None = None
 
     def scores(self) -> dict[str, float | None]:
@@ -91,47 +90,26 @@ class QuestionRecord(BaseModel):
         return self.model_dump(exclude_unset=True)
 
 
-def from_legacy(row: dict | QuestionRecord) -> QuestionRecord:
-    """The record of a results line written by this or any earlier version. Earlier trajectories do not
-    say which method made them: that is inferred here, once, from the keys each method wrote."""
+def read_record(row: dict | QuestionRecord) -> QuestionRecord:
+    """The record of a results line in the current format, or a RecordError naming the record and each
+    key at fault (a record of an earlier version: migrate its runs with scripts/migrate_runs.py)."""
     if isinstance(row, QuestionRecord):
         return row
     if not isinstance(row, dict):
         raise RecordError(f"a question record is a JSON object, not {type(row).__name__}")
-    row = with_methods(row)
     try:
         return QuestionRecord.model_validate(row)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors())
-        raise RecordError(f"question record {row.get('id')!r} is not valid: {problems}") from None
+        old = any(e["type"] in ("missing", "extra_forbidden") for e in exc.errors())
+        raise RecordError(f"question record {row.get('id')!r} is not valid: {problems}"
+                          + (MIGRATE_HINT if old else "")) from None
 
 
-def with_methods(row: dict) -> dict:
-    """`row` with the method named in its trajectory and its variants' trajectories."""
-    trajectory = row.get("trajectory")
-    if isinstance(trajectory, dict) and "method" not in trajectory:
-        row = {**row, "trajectory": {"method": legacy_method(trajectory), **trajectory}}
-    variants = row.get("variants")
-    if isinstance(variants, dict):
-        row = {**row, "variants": {name: with_methods(v) if isinstance(v, dict) else v for name, v in variants.items()}}
-    return row
-
-
-def legacy_method(trajectory: dict) -> str | None:
-    """The method that wrote a trajectory before trajectories named it, from its method-only keys."""
-    if "trials" in trajectory or "see" in trajectory:
-        return names.REFLEXION
-    if "ssr" in trajectory:
-        return names.SSR
-    if {"list_updates", "requirements", "conclusions"} & trajectory.keys():
-        return names.EIR
-    if "final_parsed" in trajectory:  # a final answering call: EIR after its turns, Full Pool alone
-        return names.EIR if "turns" in trajectory else names.FULL_POOL
-    if "turns" in trajectory:
-        return names.DIRECT
-    return None  # no method's keys: validation reports the missing method
+MIGRATE_HINT = " (a record of an earlier version? `python scripts/migrate_runs.py` rewrites old runs)"
+from_legacy = read_record  # its old name, until eval.analyze, eval.compare, eval.grid and eval.summary import read_record
 
 
 def as_records(rows: Iterable[dict | QuestionRecord]) -> list[QuestionRecord]:
     """Records however they came (read from a file or MLflow, built in memory) as QuestionRecords."""
-    return [from_legacy(r) for r in rows]
+    return [read_record(r) for r in rows]

@@ -1,7 +1,7 @@
 """Per-question result records: the source of every metric. Written as they finish, so a killed
 run can be resumed without redoing or double-counting a question. The lines are plain JSON objects
 (a run's: QuestionRecord.row(), carrying the run's id; eval.analyze's call logs use the same file),
-read back as records through eval.files.question_record.from_legacy.
+read back as records through eval.files.question_record.read_record (the current format only).
 
 A run's results file is read back as that run's records only line by line checked (`read_run_records`):
 a line that is not a record, or is another run's, is named by file and line, never silently counted.
@@ -13,7 +13,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import stat
 import tempfile
 import threading
 from collections.abc import Collection, Iterator
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from eval.files.question_record import QuestionRecord, RecordError, as_records, from_legacy
+from eval.files.question_record import MIGRATE_HINT, QuestionRecord, RecordError, as_records, read_record
 
 LOCK_NAME = "run.lock"  # next to results.jsonl: held (flock) by the process running the run, its pid inside
 SHOWN_BAD_LINES = 10  # an error lists this many bad lines, then counts the rest
@@ -58,7 +57,6 @@ class RunLines:
 
     records: dict[str, dict] = field(default_factory=dict)  # by question id, in the current record form
     bad: list[BadLine] = field(default_factory=list)  # lines that are not the run's records
-    unstamped: list[int] = field(default_factory=list)  # lines of records without a run id (before run ids)
     stamped: bool = False  # some line carries the run's id
 
 
@@ -68,8 +66,7 @@ def read_run_records(text: str, run_ids: Collection[str]) -> RunLines:
     run again on resume). An unterminated last line (a writer killed mid-line) is dropped; blank lines
     are ignored. Every other line that is not one of the run's records is a `BadLine`: not JSON, not
     an object, no question id, not a valid record, another run's record, or a record without a run
-    id in a file whose records carry this run's (lines without one were written before records
-    carried run ids: they are the run's only when no line carries its id)."""
+    id (written before records carried run ids: scripts/migrate_runs.py adds them)."""
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
     out = RunLines()
@@ -89,22 +86,21 @@ def read_run_records(text: str, run_ids: Collection[str]) -> RunLines:
             out.bad.append(BadLine(number, "no question id"))
             continue
         try:
-            rows.append((number, from_legacy(row).row()))
+            rows.append((number, read_record(row).row()))
         except RecordError as exc:
             out.bad.append(BadLine(number, str(exc)))
     out.stamped = any(row.get("run_id") in run_ids for _, row in rows)
     this = " or ".join(sorted(run_ids))
     for number, row in rows:
         owner = row.get("run_id")
-        if owner is None and out.stamped:
-            out.bad.append(BadLine(number, f"record {row['id']!r} has no run id, though this file's records carry "
-                                           f"run {this}'s: it was not written by this run"))
-        elif owner is not None and owner not in run_ids:
+        if owner is None:
+            out.bad.append(BadLine(number, f"record {row['id']!r} has no run id" + (
+                f", though this file's records carry run {this}'s: it was not written by this run" if out.stamped
+                else MIGRATE_HINT)))
+        elif owner not in run_ids:
             out.bad.append(BadLine(number, f"record {row['id']!r} is run {owner}'s, not run {this}'s "
                                            "(a line from another run's results)"))
         else:
-            if owner is None:
-                out.unstamped.append(number)
             out.records[row["id"]] = row
     out.bad.sort()
     return out
@@ -153,27 +149,12 @@ class ResultsFile:
     def load_records(self, run_id: str, *, skip_bad_lines: bool = False) -> dict[str, dict]:
         """The run's records already written, by question id, in the current record form (see
         `read_run_records`). A bad line raises ResultsFileError, or with `skip_bad_lines` is left out
-        (and in the file) and kept in `self.skipped`. Records written before records carried run ids
-        are taken as the run's and get its id written into their lines (once, as the run resumes)."""
-        text = self._text()
-        lines = read_run_records(text, {run_id})
+        (and in the file) and kept in `self.skipped`."""
+        lines = read_run_records(self._text(), {run_id})
         if lines.bad and not skip_bad_lines:
             raise ResultsFileError(str(self.path), run_id, lines.bad)
         self.skipped = lines.bad
-        if lines.unstamped:
-            self._stamp(text, set(lines.unstamped), run_id)
-        return {qid: {**row, "run_id": run_id} for qid, row in lines.records.items()}
-
-    def _stamp(self, text: str, numbers: set[int], run_id: str) -> None:
-        """Rewrite the file (atomically) with `run_id` in the lines `numbers`; every other line as it was."""
-        lines = text.splitlines(keepends=True)
-        for number in numbers:
-            lines[number - 1] = self._line({**json.loads(lines[number - 1]), "run_id": run_id}).decode("utf-8")
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".results.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("".join(lines))
-        os.chmod(tmp, stat.S_IMODE(os.stat(self.path).st_mode))
-        os.replace(tmp, self.path)
+        return lines.records
 
     @contextmanager
     def loggable(self) -> Iterator[Path]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import mlflow
 from mlflow.entities import Run
 
-from eval.files.question_record import QuestionRecord, RecordError, as_records, from_legacy
+from eval.files.question_record import QuestionRecord, as_records
 from eval.files.results_file import ResultsFileError, read_run_records
 from eval.runs import tracking
 from eval.runs.config import RunConfig
@@ -33,7 +33,7 @@ class LoggedRun:
     records: tuple[dict, ...]  # in the run's question order, as the lines hold them (see `question_records`)
     sweep: str = ""  # the variant without H: the runs of one budget sweep share it
     label: str = ""  # the method label alone (RunConfig.label), without ablation, H or options
-    ablation: str = "none"  # the EIR ablation; runs logged before ablations existed had none
+    ablation: str = "none"  # the EIR ablation; a method without ablations has none
     setting: str = "pool"  # pool or corpus
     decoding: str | None = None  # the decoding mode it ran under (None: logged before --decoding)
     config: RunConfig = field(default_factory=RunConfig, compare=False, hash=False)  # the condition eval.run logged
@@ -170,11 +170,3 @@ def run_records(run: Run, text: str, where: str) -> list[dict]:
                              f"(they stay in the file): python -m eval.run --resume {finish} --skip-bad-lines") from None
     return list(lines.records.values())
 
-
-def checked(run: Run, row: dict) -> dict:
-    """A logged line in the current record form (an older version's line converted: its trajectory
-    names its method), or a SelectionError naming the run and what is wrong with the line."""
-    try:
-        return from_legacy(row).row()
-    except RecordError as exc:
-        raise SelectionError(f"run {run.info.run_id} ({run.info.run_name}): {exc}") from None

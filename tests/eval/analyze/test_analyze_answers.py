@@ -24,7 +24,7 @@ def context(tmp_path) -> Context:
 
 def answered(qid: str, gold: str, submitted: str | None, prediction: str, aliases: tuple = ()) -> dict:
     return {"id": qid, "question": "?", "gold": gold, "aliases": list(aliases), "type": "", "prediction": prediction,
-            "trajectory": {"turns": [], "submitted": submitted, "forced_end": submitted is None}}
+            "trajectory": {"method": "eir", "turns": [], "submitted": submitted, "forced_end": submitted is None}}
 
 
 def test_final_vs_submitted_counts_exclusions_gains_losses_and_the_f1_difference(tmp_path):

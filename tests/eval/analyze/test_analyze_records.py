@@ -8,6 +8,9 @@ from eval.analyze.report import Context
 from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.stats import paired_bootstrap
+from tests.fixtures.scripts import load_script
+
+mig = load_script("run_migrations")  # the shapes older versions wrote name their method as the migrator does
 
 LM = "local/scripted"
 
@@ -99,8 +102,15 @@ def rec(row):
     return QuestionRecord.model_validate(row)
 
 
+def named(trajectory):
+    """A trajectory in the shape each method writes, naming its method as that shape does (its keys)."""
+    if not isinstance(trajectory, dict) or "method" in trajectory:
+        return trajectory
+    return {"method": mig.trajectory_method(trajectory), **trajectory}
+
+
 def answered(qid, f1, em, trajectory, error=None):
-    return {"id": qid, "answer_f1": f1, "em": float(em), "trajectory": trajectory, "error": error,
+    return {"id": qid, "answer_f1": f1, "em": float(em), "trajectory": named(trajectory), "error": error,
             "rejections_by_cause": {}}
 
 
@@ -209,10 +219,7 @@ def calls(*roles):
 
 
 def supported(qid, gold, trajectory, lm_calls, error=None):
-    if trajectory is not None:  # EIR's turns, Reflexion's trials or Full Pool's final call
-        method = "reflexion" if "trials" in trajectory else "eir" if "turns" in trajectory else "full_pool"
-        trajectory = {"method": method, **trajectory}
-    return {"id": qid, "gold_titles": gold, "trajectory": trajectory, "lm_calls": lm_calls, "error": error}
+    return {"id": qid, "gold_titles": gold, "trajectory": named(trajectory), "lm_calls": lm_calls, "error": error}
 
 
 G = ["G1", "G2"]

@@ -1,44 +1,18 @@
 """The typed per-question record (eval.files.question_record): every method's real trajectory names its
-method, a record survives its results line, and older lines load through the one converter."""
+method, a record survives its results line, and a line of an older format is refused, naming the key at
+fault (scripts/migrate_runs.py rewrites such lines: tests/scripts/test_migrate_runs.py)."""
 
 import json
 import typing
-from types import SimpleNamespace
 
-import dspy
 import pytest
 
 import eval.summary as summary
-from eir_dspy.lm import DecodingAdapter
-from eval.files.question_record import QuestionRecord, RecordError, from_legacy
-from eval.files.results_file import ResultsFile
-from eval.runs.execute import run_question
-from eval.runs.logged_runs import SelectionError, checked
-from eval.scoring.run_metrics import summarize
+from eval.files.question_record import QuestionRecord, RecordError, read_record
+from eval.files.results_file import ResultsFile, read_run_records
 from programs.registry import METHODS
 from programs.trajectory_record import Method, Trajectory
-from tests.fixtures.pool import POOL_Q_BAND_GOLD as POOL_Q
-from tests.scripted import scripted_lm
-
-UNREADABLE = "I am not sure."  # no method can read it: every turn is rejected, every final call unparsed
-
-
-def record_of(method: str) -> dict:
-    """The record of `method` on one question whose every LM output is unreadable: a real trajectory
-    of each method's shape (rejected turns, a forced end, an unparsed final call, failed trials)."""
-    program = METHODS[method].build(1, {"trials": 2} if method == "reflexion" else {})
-    with dspy.context(adapter=DecodingAdapter("free")):
-        record = run_question(program, scripted_lm(lambda prompt: UNREADABLE), POOL_Q)
-    assert record["error"] is None, record["error_trace"]
-    return record
-
-
-def without_method(row: dict) -> dict:
-    """A line as versions before the typed record wrote it: no method in any trajectory."""
-    def legacy(trajectory):
-        return {k: v for k, v in trajectory.items() if k != "method"} if trajectory else trajectory
-    variants = {name: {**v, "trajectory": legacy(v["trajectory"])} for name, v in (row.get("variants") or {}).items()}
-    return {**row, "trajectory": legacy(row["trajectory"]), "variants": variants}
+from tests.fixtures.question_records import record_of, without_method
 
 
 def test_the_method_literal_names_exactly_the_programs():
@@ -48,32 +22,20 @@ def test_the_method_literal_names_exactly_the_programs():
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_each_methods_trajectory_names_its_method_and_survives_its_results_line(method, tmp_path):
     row = record_of(method)
-    record = from_legacy(row)
+    record = read_record(row)
     assert isinstance(record.trajectory, Trajectory) and record.trajectory.method == method
     results = ResultsFile(tmp_path / "results.jsonl")
     results.append(row)
     (line,) = results.path.read_text().splitlines()
-    assert from_legacy(json.loads(line)) == record
+    assert read_record(json.loads(line)) == record
     assert json.loads(line)["trajectory"]["method"] == method  # the written line says it too
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_a_line_written_before_the_typed_record_converts_to_the_same_record(method):
-    row = record_of(method)
-    legacy = json.loads(json.dumps(without_method(row), default=str))
-    assert "method" not in (legacy["trajectory"] or {})
-    assert from_legacy(legacy) == from_legacy(json.loads(json.dumps(row, default=str)))
-
-
-def test_an_older_results_file_tables_as_the_same_file_written_now(tmp_path, capsys):
-    rows = [record_of("eir")]
-    now, before = tmp_path / "now.jsonl", tmp_path / "old.jsonl"  # names of one length: one column width
-    now.write_text("".join(json.dumps(r, default=str) + "\n" for r in rows))
-    before.write_text("".join(json.dumps(without_method(r), default=str) + "\n" for r in rows))
-    assert "list_updates_discarded_per_question" in summarize(rows)  # EIR's list metrics, found by its method
-    summary.main([str(now), str(before), "--behaviour"])
-    tables = capsys.readouterr().out.split("\n\n")
-    assert tables[0].replace(str(now), "F") == tables[1].replace(str(before), "F")
+def test_a_line_written_before_trajectories_named_their_method_is_refused_naming_the_key(method):
+    old = json.loads(json.dumps(without_method(record_of(method)), default=str))
+    with pytest.raises(RecordError, match=r"trajectory.method: Field required.*scripts/migrate_runs.py"):
+        read_record(old)
 
 
 def test_the_summary_command_names_a_bad_line_and_a_foreign_one_by_file_and_line(tmp_path):
@@ -93,32 +55,17 @@ def test_the_summary_command_names_a_bad_line_and_a_foreign_one_by_file_and_line
 
 
 def test_reflexions_first_trial_variant_is_a_record_of_its_own():
-    record = from_legacy(record_of("reflexion"))
+    record = read_record(record_of("reflexion"))
     first = record.variants["reflexion_first"]
     assert isinstance(first, QuestionRecord)
     assert first.trajectory.method == "reflexion" and first.trajectory.stopped_at == 1
     assert record.trajectory.stopped_at == 2 and len(record.trajectory.trials) == 2
 
 
-@pytest.mark.parametrize("trajectory, method", [
-    # The hand-built shapes the analysis tests use, as each method wrote them before trajectories named it.
-    ({"requirements": [], "conclusions": [], "list_updates": {"applied": 1, "discarded": 0}}, "eir"),
-    ({"turns": [], "submitted": "x", "forced_end": False, "final_parsed": True}, "eir"),
-    ({"turns": [], "submitted": None, "forced_end": True}, "direct"),
-    ({"turns": [], "submitted": None, "forced_end": True, "ssr": []}, "ssr"),
-    ({"trials": [{"turns": []}], "stopped_at": 1}, "reflexion"),
-    ({"see": "trial 1 of the reflexion_oracle run"}, "reflexion"),  # an older reflexion_first record
-    ({"final_parsed": False}, "full_pool"),
-])
-def test_the_converter_infers_the_method_of_an_older_trajectory(trajectory, method):
-    record = from_legacy({"id": "q1", "em": 1.0, "trajectory": trajectory})
-    assert record.trajectory.method == method
-    assert record.row() == {"id": "q1", "em": 1.0, "trajectory": {"method": method, **trajectory}}  # no key added
-
-
-def test_an_older_record_without_later_fields_loads_with_them_unrecorded():
-    record = from_legacy({"id": "q1", "turns": 3, "rejected_actions": 1, "trajectory": None})
+def test_a_record_without_the_optional_fields_loads_with_them_unrecorded():
+    record = read_record({"id": "q1", "turns": 3, "rejected_actions": 1, "trajectory": None})
     assert record.title_fallbacks is None and record.citations_outside_evidence is None and record.trajectory is None
+    assert record.row() == {"id": "q1", "turns": 3, "rejected_actions": 1, "trajectory": None}  # no key added
 
 
 @pytest.mark.parametrize("row, named", [
@@ -130,16 +77,20 @@ def test_an_older_record_without_later_fields_loads_with_them_unrecorded():
 ])
 def test_a_bad_record_is_an_error_naming_the_field(row, named):
     with pytest.raises(RecordError, match=rf"'q1' is not valid: .*\b{named}:"):
-        from_legacy(row)
+        read_record(row)
 
 
 def test_a_line_that_is_not_an_object_is_an_error():
     with pytest.raises(RecordError, match="JSON object, not list"):
-        from_legacy([1, 2])
+        read_record([1, 2])
 
 
-def test_a_logged_line_is_read_in_the_current_form_and_a_bad_one_names_its_run():
-    run = SimpleNamespace(info=SimpleNamespace(run_id="r1", run_name="full_pool / hotpotqa / m"))
-    assert checked(run, {"id": "q1", "trajectory": {"final_parsed": True}})["trajectory"]["method"] == "full_pool"
-    with pytest.raises(SelectionError, match=r"run r1 \(full_pool / hotpotqa / m\): question record 'q1' is not valid: em:"):
-        checked(run, {"id": "q1", "em": "high"})
+def test_a_line_without_its_runs_id_is_named_by_line_with_the_migrator():
+    row = json.loads(json.dumps(record_of("direct"), default=str))
+    text = json.dumps({**row, "run_id": "r1"}) + "\n" + json.dumps({**row, "id": "q2"}) + "\n"
+    lines = read_run_records(text, {"r1"})
+    assert list(lines.records) == [row["id"]] and [b.number for b in lines.bad] == [2]
+    assert "record 'q2' has no run id, though this file's records carry run r1's" in lines.bad[0].problem
+    lines = read_run_records(json.dumps(row) + "\n", {"r1"})  # written before records carried run ids
+    assert not lines.records and "has no run id" in lines.bad[0].problem
+    assert "scripts/migrate_runs.py" in lines.bad[0].problem

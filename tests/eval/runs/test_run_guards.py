@@ -132,19 +132,25 @@ def test_bad_lines_stop_the_resume_naming_file_line_and_problem_and_can_be_skipp
     assert mlflow.get_run(run_id).info.status == "FINISHED"
 
 
-def test_a_results_file_from_before_run_ids_resumes_and_then_carries_the_runs_id(workdir, monkeypatch):
+def migrate_runs():
+    from tests.fixtures.scripts import load_script
+
+    return load_script("migrate_runs")
+
+
+def test_a_results_file_from_before_run_ids_is_refused_until_migrated(workdir, monkeypatch):
     run_id, path = killed_run(workdir, monkeypatch)
+    current = path.read_text()
     legacy = [{k: v for k, v in r.items() if k != "run_id"} for r in records_in(path)]
     path.write_text("".join(json.dumps(r) + "\n" for r in legacy))  # as written before records carried run ids
-    out = run_module.main(["--resume", run_id])
-    assert out["metrics"]["n"] == 3
-    assert [r["run_id"] for r in records_in(path)] == [run_id] * 3  # its old lines now carry its id
-    assert [r["id"] for r in records_in(path)][:2] == [r["id"] for r in legacy]
-    # From now on a line without a run id is not this run's.
-    with open(path, "a") as f:
-        f.write(json.dumps(legacy[0]) + "\n")
-    with pytest.raises(SystemExit, match=rf":4: record '{legacy[0]['id']}' has no run id"):
+    with pytest.raises(SystemExit) as refused:
         run_module.main(["--resume", run_id])
+    assert all(f":{n}: record '{r['id']}' has no run id" in str(refused.value) for n, r in enumerate(legacy, 1))
+    assert "scripts/migrate_runs.py" in str(refused.value) and path.read_text().count("run_id") == 0  # left as it was
+    migrated, records, changed, _ = migrate_runs().migrate_text(path.read_text(), run_id)
+    assert (records, changed["run id"]) == (2, 2) and migrated == current  # the lines as the run wrote them
+    path.write_text(migrated)
+    assert run_module.main(["--resume", run_id])["metrics"]["n"] == 3
 
 
 def test_a_resume_is_refused_while_another_process_holds_the_run(workdir, monkeypatch):

@@ -7,7 +7,7 @@ from eval.scoring.run_metrics import BEHAVIOUR_KEYS, behaviour, format_table
 
 def record(turns, causes, early, reqs, concls, discarded):
     return {"turns": turns, "rejections_by_cause": causes, "submitted_before_budget": early,
-            "trajectory": {"requirements": [{}] * reqs, "conclusions": [{}] * concls,
+            "trajectory": {"method": "eir", "requirements": [{}] * reqs, "conclusions": [{}] * concls,
                            "list_updates": {"applied": 1, "discarded": discarded}}}
 
 
@@ -26,7 +26,7 @@ def test_rejections_by_cause_submits_and_list_use_by_hand():
 
 
 def test_methods_without_lists_and_older_records_leave_keys_out():
-    out = behaviour([{"turns": 3, "trajectory": {"turns": []}, "submitted_before_budget": None}])
+    out = behaviour([{"turns": 3, "trajectory": {"method": "direct", "turns": []}, "submitted_before_budget": None}])
     assert out == {}
     table = format_table(out, "direct", BEHAVIOUR_KEYS)
     assert table.splitlines()[2].split(" | ")[1].strip() == "-"

@@ -1,0 +1,110 @@
+"""scripts/migrate_runs.py on an MLflow store holding a run as an earlier eval.run logged it: the readers
+refuse it, --dry-run names what would change and writes nothing, the migration backs up and rewrites
+tags, results files and artifacts, the run then reads as the old rules read it, and a second pass
+finds nothing to do."""
+
+import json
+
+import mlflow
+import pytest
+
+import eval.summary as summary
+from eval.runs import tracking
+from eval.runs.config import RunConfig
+from eval.runs.logged_runs import SelectionError, select_runs
+from tests.fixtures.question_records import record_of, without_method
+from tests.fixtures.scripts import load_script
+
+migrate = load_script("migrate_runs")
+
+OLD_TAG = {"method": "eir", "dataset": "hotpotqa", "data_file": "/d/dev.jsonl", "n": 2, "seed": 0,
+           "lm_model": "openai/fake", "lm_path": None, "api_base": "http://127.0.0.1:1/v1", "price_in": None,
+           "price_out": None, "temperature": 0.0, "max_tokens": 2048, "decoding": "free", "request_timeout": 600.0,
+           "budget": 6, "threads": 1, "engine": "server", "server_args": "", "options": {"ablation": "none"},
+           "setting": "pool", "index": None, "lm": "openai/fake", "default_decoding": "free", "label": "eir"}
+RECORDS = [{"id": "q1", "prediction": "a", "em": 1.0, "trajectory": {"turns": [], "requirements": [], "final_parsed": True}},
+           {"id": "q2", "prediction": "b", "em": 0.0, "trajectory": {"turns": [], "conclusions": [], "final_parsed": False}}]
+
+
+def lines(rows) -> str:
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def old_run(workdir):
+    """A finished run as eval.run logged it before run ids, trajectory methods and the invalid-updates option."""
+    mlflow.set_experiment("old")
+    with mlflow.start_run(run_name="eir / hotpotqa / openai/fake") as run:
+        results = workdir / "runs" / run.info.run_id / "results.jsonl"
+        results.parent.mkdir(parents=True)
+        results.write_text(lines(RECORDS))
+        mlflow.set_tags({tracking.CONFIG_TAG: json.dumps(OLD_TAG), "method": "eir", "variant": "eir",
+                         "dataset": "hotpotqa", "lm": "openai/fake", tracking.RESULTS_TAG: str(results)})
+        mlflow.log_artifact(str(results))
+    return run.info.run_id, results
+
+
+def test_an_old_run_is_refused_then_migrated_with_a_backup_and_reads_as_before(workdir, capsys):
+    run_id, results = old_run(workdir)
+    artifact = migrate.local_artifacts(mlflow.get_run(run_id)) / "results.jsonl"
+    with pytest.raises(SelectionError, match=r"results.jsonl:1: question record 'q1' is not valid: trajectory.method"):
+        select_runs("old")
+
+    assert migrate.main(["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"run {run_id} (eir / hotpotqa / openai/fake)" in out
+    assert f"  {tracking.CONFIG_TAG}: futile_searches, invalid_updates" in out
+    assert "  tag variant: 'eir' -> 'eir invalid_updates=reject'" in out
+    assert f"  {results}: 2 of 2 records (run id 2, trajectory method 2)" in out
+    assert f"  artifact results.jsonl ({artifact}): 2 of 2 records (run id 2, trajectory method 2)" in out
+    assert "1 run(s) in " in out and ": 2 tag(s) and 2 file(s) (4 record(s)) to rewrite" in out
+    assert "nothing written (--dry-run)" in out
+    assert results.read_text() == artifact.read_text() == lines(RECORDS)  # nothing written
+    assert json.loads(mlflow.get_run(run_id).data.tags[tracking.CONFIG_TAG]) == OLD_TAG
+
+    backup = workdir / "backup"
+    assert migrate.main(["--backup", str(backup)]) == 0
+    assert json.loads((backup / "tags.json").read_text()) == {
+        run_id: {tracking.CONFIG_TAG: json.dumps(OLD_TAG), "variant": "eir"}}
+    assert (backup / "files" / str(results.resolve()).lstrip("/")).read_text() == lines(RECORDS)
+    assert (backup / "files" / str(artifact.resolve()).lstrip("/")).read_text() == lines(RECORDS)
+    tags = mlflow.get_run(run_id).data.tags
+    assert tags[tracking.CONFIG_TAG] == RunConfig.from_dict(OLD_TAG).to_tag() and tags["variant"] == "eir invalid_updates=reject"
+    migrated = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [r["run_id"] for r in migrated] == [run_id] * 2
+    assert [r["trajectory"]["method"] for r in migrated] == ["eir"] * 2
+    assert artifact.read_text() == results.read_text()
+
+    (logged,), _ = select_runs("old")
+    assert logged.method == RunConfig.from_dict(OLD_TAG).variant and [r.em for r in logged.question_records] == [1.0, 0.0]
+    capsys.readouterr()
+    assert migrate.main(["--dry-run"]) == 0
+    assert ": 0 tag(s) and 0 file(s) (0 record(s)) to rewrite" in capsys.readouterr().out
+
+
+def test_a_file_whose_records_carry_run_ids_gets_none_added_and_bad_lines_stay():
+    text = lines([{**RECORDS[0], "run_id": "r1"}, RECORDS[1]]) + "not json\n" + '{"id": "q3"'  # a torn last line
+    new, records, changed, unread = migrate.migrate_text(text, "r1")
+    rows = new.splitlines()
+    assert json.loads(rows[0])["run_id"] == "r1" and "run_id" not in json.loads(rows[1])  # not this run's: left
+    assert rows[2:] == ["not json", '{"id": "q3"'] and unread == [3] and records == 2
+    assert changed == {"trajectory method": 2, "records": 2}
+
+
+@pytest.mark.parametrize("method", ["eir", "reflexion"])
+def test_a_real_record_of_before_trajectories_named_their_method_migrates_to_the_record_written_now(method):
+    row = json.loads(json.dumps(record_of(method), default=str))
+    old = json.loads(json.dumps(without_method(row)))
+    assert migrate.migrate_record(old, None)[0] == row
+
+
+def test_an_older_results_file_tables_after_migration_as_the_same_file_written_now(tmp_path, capsys):
+    rows = [json.loads(json.dumps({**record_of("eir"), "run_id": "r1"}, default=str))]
+    now, before = tmp_path / "now.jsonl", tmp_path / "old.jsonl"  # names of one length: one column width
+    now.write_text(lines(rows))
+    before.write_text(lines({k: v for k, v in without_method(r).items() if k != "run_id"} for r in rows))
+    with pytest.raises(SystemExit, match="trajectory.method: Field required"):
+        summary.main([str(before)])
+    before.write_text(migrate.migrate_text(before.read_text(), "r1")[0])
+    summary.main([str(now), str(before), "--behaviour"])
+    tables = capsys.readouterr().out.split("\n\n")
+    assert tables[0].replace(str(now), "F") == tables[1].replace(str(before), "F")
