@@ -34,7 +34,7 @@ from eval.scoring.formatting import interval, markdown, pct
 from eval.scoring.metrics import score_question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 from programs import names
-from programs.answer import AnswerFromEvidence
+from programs.eir import AnswerFromEvidence
 
 # A step's work on one question: (source record, its question) -> what to keep (answer, citations, ...).
 Work = Callable[[QuestionRecord, Question], dict]
