@@ -1,0 +1,8 @@
+"""The one error eval's library code raises for a bad input or a run that cannot go on.
+
+Its message is what the user reads: a command's `main()` catches it and exits with `error: MESSAGE`
+(only commands exit). GridError (eval/grid/spec.py) is one, naming the grid file."""
+
+
+class RunError(Exception):
+    """A bad flag, config, tag, file or run state; the message says which and what to do."""
