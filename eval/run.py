@@ -8,7 +8,7 @@ The command line makes a `RunConfig` (eval/runs/config.py) from its flags (eval/
 from __future__ import annotations
 
 from eval.runs.config import RunConfig, compiled_program
-from eval.runs.errors import RunError
+from eval.runs.errors import RunError, RunInterrupted
 from eval.runs.flags import DEFAULT_EXPERIMENT, DEFAULT_OUT, parse_args, run_config
 from eval.runs.lifecycle import run
 from programs.setting import SETTINGS
@@ -20,7 +20,7 @@ __all__ = ["DEFAULT_EXPERIMENT", "DEFAULT_OUT", "SETTINGS", "RunConfig", "compil
 def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
     """The command line: flags -> RunConfig -> `run`. With --resume the run's own config, experiment
     and results file are used (the other flags, but --out, --trace and --skip-bad-lines, are ignored).
-    Exits with the message of a RunError, and 130 on Ctrl-C (the finished questions are saved)."""
+    Exits with the message of a RunError, and 130 when Ctrl-C stopped the questions (the finished ones are saved)."""
     args = parse_args(argv)
     try:
         config = None if args.resume else run_config(args)
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:
                    skip_bad_lines=args.skip_bad_lines)
     except RunError as exc:
         raise SystemExit(f"error: {exc}") from None
-    except KeyboardInterrupt:
+    except RunInterrupted:
         raise SystemExit(130) from None
 
 

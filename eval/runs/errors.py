@@ -6,3 +6,8 @@ Its message is what the user reads: a command's `main()` catches it and exits wi
 
 class RunError(Exception):
     """A bad flag, config, tag, file or run state; the message says which and what to do."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run's questions: the finished ones are saved and its run ended KILLED, and the
+    way to continue was printed. `python -m eval.run` exits 130; eval.grid stops starting cells."""

@@ -31,7 +31,7 @@ from eval.files.program_file import ProgramFileError, load_program, sha256
 from eval.files.results_file import ResultsFile, ResultsFileError, RunBusy, describe_bad_lines, wall_time
 from eval.runs import provenance, traces, tracking
 from eval.runs.config import RunConfig
-from eval.runs.errors import RunError
+from eval.runs.errors import RunError, RunInterrupted
 from eval.runs.execute import run_question
 from eval.runs.flags import DEFAULT_EXPERIMENT, DEFAULT_OUT, SKIP_BAD_LINES
 from eval.runs.scheduler import run_all
@@ -50,7 +50,7 @@ def run(config: RunConfig | None, *, experiment: str = DEFAULT_EXPERIMENT, out: 
     by them); `skip_bad_lines`: on resume, leave out the results file's lines that are not the run's
     records instead of stopping. The process holds the run's lock while it runs it.
     Returns {"run_id", "metrics", "records"}. A RunError on a bad input, when another process is
-    running the run, and with the cause when the run failed; KeyboardInterrupt on Ctrl-C (its
+    running the run, and with the cause when the run failed; RunInterrupted on Ctrl-C (its
     questions saved, its run KILLED)."""
     resume_id = None
     if resume:
@@ -268,7 +268,7 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
             print(health.render(run_warnings(config, finished)), end="", file=sys.stderr)
         print(f"\nInterrupted: {len(finished)} of {len(questions)} questions are saved in {results.path}.\n"
               f"Continue with:\n  {resume}", file=sys.stderr)
-        raise KeyboardInterrupt  # eval.run exits 130; eval.grid stops
+        raise RunInterrupted
     message = stop.message  # counted now: questions still running when the run was found failing included
     if message is None and len(finished) == len(questions) and all(r.get("error") is not None for r in finished):
         message = f"every question failed; the first with: {finished[0]['error']}"
