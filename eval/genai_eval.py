@@ -17,6 +17,7 @@ from eval.analyze.report import start_analysis_run
 from eval.analyze.sources import questions_of
 from eval.data.schema import Question
 from eval.runs import tracking
+from eval.runs.errors import RunError
 from eval.runs.logged_runs import LoggedRun, SelectionError, select_runs
 from eval.runs.traces import FEEDBACK, QUESTION_TAG, expectations
 from eval.scoring.metrics import score_question
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None):
     try:
         (run,), _ = select_runs(run_ids=[args.run_id])
         result = evaluate(run, args.data)
-    except SelectionError as exc:
+    except (SelectionError, RunError) as exc:
         raise SystemExit(f"error: {exc}") from None
     means = ", ".join(f"{k} {v:.3f}" for k, v in sorted(result.metrics.items()))
     print(f"GenAI evaluation of run {run.run_id} ({run.name}): run {result.run_id} in {uri}\n  {means}\n"

@@ -11,6 +11,7 @@ from pathlib import Path
 from eval.files.question_record import from_legacy
 from eval.files.results_file import ResultsFileError, read_run_records
 from eval.runs.config import DEFAULT_MAX_TOKENS
+from eval.runs.errors import RunError
 from eval.scoring.health import method_of, render, warnings_for
 from eval.scoring.run_metrics import BEHAVIOUR_KEYS, TABLE_KEYS, format_table, summarize
 
@@ -26,7 +27,10 @@ def main(argv: list[str] | None = None) -> None:
                    help="the runs' --max-tokens, to warn when most answers stopped at it (default: eval.run's, "
                         f"{DEFAULT_MAX_TOKENS}; 0: do not look)")
     args = p.parse_args(argv)
-    runs = {f: {qid: from_legacy(row) for qid, row in run_records(Path(f)).items()} for f in args.results}
+    try:
+        runs = {f: {qid: from_legacy(row) for qid, row in run_records(Path(f)).items()} for f in args.results}
+    except RunError as exc:
+        raise SystemExit(f"error: {exc}") from None
     keep = set.intersection(*(set(r) for r in runs.values())) if args.common else None
     for f, records in runs.items():
         chosen = [r for i, r in records.items() if keep is None or i in keep]
@@ -38,11 +42,11 @@ def main(argv: list[str] | None = None) -> None:
 def run_records(path: Path) -> dict[str, dict]:
     """The records of the run a results file belongs to, by question id: the run named by its folder
     (runs/<run id>/), else by its first line that names one. A line that is not one of them (not
-    JSON, not a record, another run's) stops the command, named by file and line."""
+    JSON, not a record, another run's) is a RunError, named by file and line."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise SystemExit(f"error: {path}: {exc.strerror}") from None
+        raise RunError(f"{path}: {exc.strerror}") from None
     lines = read_run_records(text, {path.parent.name})
     if not lines.stamped:
         owner = next((json.loads(line).get("run_id") for line in text.splitlines()
@@ -50,7 +54,7 @@ def run_records(path: Path) -> dict[str, dict]:
         lines = read_run_records(text, {owner} if owner else {path.parent.name})
     if lines.bad:
         owner = next(iter({r.get("run_id") for r in lines.records.values()} - {None}), path.parent.name)
-        raise SystemExit(f"error: {ResultsFileError(str(path), owner, lines.bad)}")
+        raise RunError(str(ResultsFileError(str(path), owner, lines.bad)))
     return lines.records
 
 

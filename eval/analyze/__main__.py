@@ -13,6 +13,7 @@ from eval.analyze import analyses
 from eval.analyze.report import Context, finish_analysis_run, start_analysis_run, write_report
 from eval.files.results_file import ResultsFileError
 from eval.runs import tracking
+from eval.runs.errors import RunError
 from eval.runs.logged_runs import SelectionError, select_runs
 from eval.scoring.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> dict:
     uri = tracking.use_tracking_uri()
     try:
         runs, notes = select_runs(args.experiment, args.run, args.filter, args.methods)
-    except SelectionError as exc:
+    except (SelectionError, RunError) as exc:
         raise SystemExit(f"error: {exc}") from None
     context = Context(out=Path(args.out), alpha=args.alpha, resamples=args.resamples, seed=args.seed,
                       data=args.data, threads=args.threads)
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> dict:
     out = Path(args.out) / args.name / (run_id or time.strftime("%Y%m%d-%H%M%S"))
     try:
         report = module.analyze(runs, context, out)
-    except (SelectionError, ResultsFileError) as exc:  # ResultsFileError: a call log's bad line, named
+    except (SelectionError, ResultsFileError, RunError) as exc:  # ResultsFileError: a call log's bad line, named
         tracking.end_run_if_active("FAILED")
         raise SystemExit(f"error: {exc}") from None
     except BaseException:  # Ctrl-C included: the analysis run says it did not finish

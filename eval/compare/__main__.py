@@ -14,6 +14,7 @@ import argparse
 
 from eval.compare.comparison import CompareOptions, chosen_families, run_comparison
 from eval.compare.families import FamilyError
+from eval.runs.errors import RunError
 from eval.runs.logged_runs import SelectionError
 
 DEFAULTS = CompareOptions()
@@ -50,8 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """The command line: flags -> CompareOptions -> `run_comparison` (its result); exits on a selection
-    or family error."""
+    """The command line: flags -> CompareOptions -> `run_comparison` (its result); exits on a selection,
+    family or config error."""
     args = parse_args(argv)
     try:
         options = CompareOptions(
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> dict:
             intersection=args.intersection, stopped=args.stopped, resamples=args.resamples, seed=args.seed,
             diff=tuple(args.diff) if args.diff else None, out=args.out, log=not args.no_log)
         return run_comparison(options)
-    except (SelectionError, FamilyError) as exc:
+    except (SelectionError, FamilyError, RunError) as exc:
         raise SystemExit(f"error: {exc}") from None
 
 

@@ -29,6 +29,7 @@ from eval.compile.splits import SplitError, load_splits
 from eval.data.loaders import DATASETS
 from eval.files.program_file import NAME, load_program, save_program
 from eval.runs import tracking
+from eval.runs.errors import RunError
 from programs import names
 from programs.registry import METHODS
 
@@ -91,10 +92,10 @@ def main(argv: list[str] | None = None) -> dict:
         if path.exists():
             raise ValueError(f"{path} exists: a name stands for one program; choose another --name")
         train, dev = load_splits(args.dataset, args.train, args.dev, args.n_train, args.n_dev, args.seed)
-    except (ValueError, SplitError) as exc:
+        needs_model = args.score != "none" or args.optimizer not in MODEL_FREE
+        lm, lm_name, decoding, default_decoding = lm_from_args(args, start=needs_model)
+    except (ValueError, SplitError, RunError) as exc:
         raise SystemExit(f"error: {exc}") from None
-    needs_model = args.score != "none" or args.optimizer not in MODEL_FREE
-    lm, lm_name, decoding, default_decoding = lm_from_args(args, start=needs_model)
     dspy.configure(lm=lm, adapter=DecodingAdapter(decoding))
     settings = Settings(metric=args.metric, max_bootstrapped_demos=args.max_bootstrapped_demos,
                         max_labeled_demos=args.max_labeled_demos, metric_threshold=args.metric_threshold,

@@ -11,7 +11,8 @@ import argparse
 
 from eval.grid.paper import ALLOW_FEWER, check_questions
 from eval.grid.runner import dry_run, run_grid
-from eval.grid.spec import GridError, check_data, load_grid
+from eval.grid.spec import check_data, load_grid
+from eval.runs.errors import RunError
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -24,16 +25,20 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     try:
         grid = load_grid(args.file)
-    except GridError as exc:
+        questions = check_questions(grid, args.allow_fewer)  # a paper grid's data: n questions per dataset
+        if args.dry_run:
+            return dry_run(grid, questions)
+        problems = check_data(grid) + questions.errors
+        if problems:
+            raise RunError("\nerror: ".join(problems))
+        result = run_grid(grid, questions)
+    except RunError as exc:
         raise SystemExit(f"error: {exc}") from None
-    questions = check_questions(grid, args.allow_fewer)  # a paper grid's data: n questions per dataset
-    if args.dry_run:
-        return dry_run(grid, questions)
-    problems = check_data(grid) + questions.errors
-    if problems:
-        raise SystemExit("error: " + "\nerror: ".join(problems))
-    return run_grid(grid, questions)
-
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    if not result["ok"]:
+        raise SystemExit(1)  # the failed cells are listed already
+    return result
 
 if __name__ == "__main__":
     main()

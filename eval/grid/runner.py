@@ -13,9 +13,9 @@ would stop on (eval/grid/paper.py).
 Progress: one line before and one after each cell with cells and questions done and an estimate
 of the time left (seconds per question measured in this invocation × questions left). Ctrl-C:
 eval.run saves the finished questions and ends its run KILLED; the grid starts nothing more,
-prints the command that continues it, and exits 130. A cell that fails otherwise is reported and
-the grid goes on; at the end the failed cells are listed and it exits 1 (after comparing, when at
-least two finished runs exist).
+prints the command that continues it, and `python -m eval.grid` exits 130. A cell that fails
+otherwise is reported and the grid goes on; at the end the failed cells are listed and the command
+exits 1 (after comparing, when at least two finished runs exist).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from eval.grid.paper import DataCheck
 from eval.grid.spec import Cell, Grid, check_data
 from eval.runs import lifecycle, tracking
 from eval.runs.config import RunConfig
+from eval.runs.errors import RunError
 from eval.runs.flags import DEFAULT_OUT
 from eval.runs.logged_runs import SelectionError
 from eval.scoring.formatting import aligned
@@ -168,7 +169,8 @@ def _say(text: str, err: bool = False) -> None:
 
 
 def run_grid(grid: Grid, data: DataCheck | None = None) -> dict:
-    """Run every cell not finished yet, then compare. Exits 130 on Ctrl-C and 1 when a cell failed.
+    """Run every cell not finished yet, then compare: {"states", "comparison", "ok"}, ok False when a
+    cell or the comparison failed. KeyboardInterrupt on Ctrl-C, once the way to continue is printed.
     `data`: a paper grid's checked data (eval/grid/paper.py), the questions each dataset's cells run."""
     tracking.use_tracking_uri()
     data = data or DataCheck()
@@ -182,13 +184,11 @@ def run_grid(grid: Grid, data: DataCheck | None = None) -> dict:
         _end_active_run("KILLED")
         done = progress.done() if states else "nothing new done"
         _say(f"\nThe grid stopped (Ctrl-C): {done}.\nContinue it with:\n  {grid.command}", err=True)
-        raise SystemExit(130) from None
+        raise KeyboardInterrupt from None
     comparison, compare_error = _compare_if_possible(grid)
     if failed:
         _report_failed(grid, failed)
-    if failed or compare_error:
-        raise SystemExit(1)
-    return {"states": states, "comparison": comparison}
+    return {"states": states, "comparison": comparison, "ok": not failed and not compare_error}
 
 
 class _Interrupted(Exception):
@@ -249,11 +249,8 @@ def _call_eval_run(start: Callable[[], object]) -> str | None:
         start()
     except KeyboardInterrupt:
         return "interrupted"
-    except SystemExit as exc:
-        if exc.code == 130:
-            return "interrupted"
-        if exc.code not in (0, None):
-            return str(exc.code)
+    except RunError as exc:
+        return f"error: {exc}"  # as `python -m eval.run` would exit with it
     except Exception as exc:  # a bug or an unexpected provider failure: report it, go on
         return f"{type(exc).__name__}: {exc}"
     return None
@@ -291,12 +288,8 @@ def _compare_if_possible(grid: Grid) -> tuple[object, str | None]:
         return None, None
     try:
         return compare(grid), None
-    except (SelectionError, FamilyError) as exc:
+    except (SelectionError, FamilyError, RunError) as exc:
         error = f"error: {exc}"  # as `python -m eval.compare` would exit with it
-    except SystemExit as exc:
-        if exc.code in (0, None):
-            return None, None
-        error = str(exc.code)
     _say(f"eval.compare failed: {error}", err=True)
     return None, error
 
@@ -319,7 +312,7 @@ def compare(grid: Grid) -> dict:
 
 def dry_run(grid: Grid, data: DataCheck | None = None) -> dict:
     """Print every cell, its status and its LM calls at most; run nothing. A paper grid's data
-    errors (`data`, eval/grid/paper.py) are printed after the cells and exit 1, as a run would stop."""
+    errors (`data`, eval/grid/paper.py) are a RunError after the cells are printed, as a run would stop."""
     tracking.use_tracking_uri()
     data = data or DataCheck()
     by_key = logged_runs(grid.experiment)
@@ -341,7 +334,7 @@ def dry_run(grid: Grid, data: DataCheck | None = None) -> dict:
     for note in data.notes:
         _say(f"note: {note}")
     if data.errors:
-        raise SystemExit("error: " + "\nerror: ".join(data.errors))
+        raise RunError("\nerror: ".join(data.errors))
     families = f" with families {', '.join(f['name'] for f in grid.families)}" if grid.families else ""
     _say(f"Then: eval.compare --experiment {grid.experiment} --reference {grid.reference}{families}")
     return {"cells": len(grid.cells), "calls": total_calls, "todo_calls": todo_calls}

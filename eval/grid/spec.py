@@ -59,16 +59,17 @@ request_timeout, trace or out, which change how a run runs, not what it measures
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import functools
-import io
 import json
 import os
 import shlex
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
 
 from eir_dspy.lm import LOCAL_DEFAULT
 from eir_dspy.lm.local_models import MODELS as LOCAL_MODELS
@@ -76,13 +77,11 @@ from eval.data.corpus import FULL
 from eval.data.loaders import DATASETS, HOLDOUT_FILES
 from eval.grid.paper import corpus_problem
 from eval.runs.config import RunConfig, compiled_program, options_for
-from eval.runs.flags import flag_defaults, parse_args
+from eval.runs.errors import RunError
+from eval.runs.flags import RunFlags, run_config, run_flags, validation_message
 from programs import names
-from programs.registry import CORPUS_METHODS, METHODS
+from programs.registry import METHODS
 
-GRID_KEYS = ("experiment", "paper", "reference", "n", "seed", "datasets", "lms", "budgets", "data", "run", "methods",
-             "families")
-FAMILY_KEYS = ("name", "compare", "per_column", "per_pair", "size")  # as eval.compare.families reads them
 GRID_FLAGS = ("experiment", "limit", "seed", "lm", "dataset", "budget", "data", "resume")  # set per cell by the grid
 # The protocol's version in every cell key: a cell run before the protocol changed (issue 31: EIR's
 # pool rule, the baselines' prompts, the corpus searches) is another cell, never reused as this one.
@@ -90,13 +89,83 @@ RULES = "issue31"
 METHOD_OPTIONS = ("ablation", "invalid_updates", "votes", "verifier_temperature", "trials")  # taken only by some methods
 PROGRAM = "program"  # a compiled program file: it fits one method, so only a [[methods]] entry names it
 NOT_IN_KEY = ("threads", "request_timeout", "trace", "out")  # how a run runs, not what it measures
-LIST_FLAGS = ("api_base",)  # eval.run flags taking several values
-DEFAULTS = flag_defaults()  # every eval.run flag (argparse dest) and its default
+DEFAULTS = RunFlags().model_dump()  # every eval.run flag (argparse dest) and its default: the command line's
 FLAGS = tuple(k for k in DEFAULTS if k not in GRID_FLAGS)
+INSTEAD = {"limit": "n", "lm": "lms", "dataset": "datasets", "budget": "budgets (per entry or grid)", "data": "[data]",
+           "seed": "seed", "experiment": "experiment"}  # what the grid names a flag it sets
 
 
-class GridError(ValueError):
+class GridError(RunError):
     """The grid file is not valid; the message names the file and the offending key or entry."""
+
+
+# ---------------------------------------------------------------- the file's model
+
+def _text(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value
+
+
+Text = Annotated[str, pydantic.AfterValidator(_text)]
+Positive = Annotated[int, Field(gt=0)]
+
+
+def _unique(items: list) -> list:
+    repeated = sorted({str(v) for v in items if items.count(v) > 1})
+    if repeated:
+        raise ValueError(f"{repeated[0]!r} appears twice")
+    return items
+
+
+def _entries(value) -> Any:
+    """`lms` items: a plain name is an LM with no flags of its own."""
+    return [{"lm": v} if isinstance(v, str) else v for v in value] if isinstance(value, list) else value
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class LMEntry(_Table):
+    """An `lms` item: the LM, and eval.run flags for its cells only (the extra keys)."""
+    model_config = ConfigDict(extra="allow", strict=True)
+    lm: Text
+
+
+class MethodEntry(_Table):
+    """A [[methods]] entry: the method, its budgets (None: the grid's), and its eval.run flags (the extra keys)."""
+    model_config = ConfigDict(extra="allow", strict=True)
+    method: Literal[tuple(METHODS)]
+    budgets: Annotated[list[Positive], Field(min_length=1), pydantic.AfterValidator(_unique)] | None = None
+
+
+class Family(_Table):
+    """A [[families]] table, as eval.compare.families reads it."""
+    name: Text
+    compare: Annotated[list[Annotated[list[Text], Field(min_length=2, max_length=2)]], Field(min_length=1)]
+    per_column: bool = False
+    per_pair: bool = False
+    size: Positive | None = None
+
+
+class GridFile(_Table):
+    """The file's top level. Its defaults are eval.run's (seed, budgets)."""
+    experiment: Text
+    paper: bool = False
+    reference: Text = names.EIR
+    n: Positive
+    seed: int = DEFAULTS["seed"]
+    datasets: Annotated[list[Literal[DATASETS]], Field(min_length=1), pydantic.AfterValidator(_unique)]
+    lms: Annotated[list[LMEntry], pydantic.BeforeValidator(_entries), Field(min_length=1)]
+    budgets: Annotated[list[Positive], Field(min_length=1), pydantic.AfterValidator(_unique)] = [DEFAULTS["budget"]]
+    data: dict[Literal[DATASETS], Text] = {}
+    run: dict[str, Any] = {}
+    methods: Annotated[list[MethodEntry], Field(min_length=1)]
+    families: list[Family] = []
+
+
+# ---------------------------------------------------------------- the grid
 
 
 @dataclass(frozen=True)
@@ -110,7 +179,6 @@ class Cell:
     n: int
     flags: dict  # [run]'s, the LM's and the method entry's flags, merged (in that order, later wins), as eval.run dests
     data: str | None  # --data as the file writes it
-    argv: tuple[str, ...]  # eval.run argv without --experiment and --data (the same run on the command line)
     config: RunConfig  # the run's condition, as eval.run's flags make it (its data file: Grid.run_config)
     key: str
     variants: tuple[str, ...]  # the variant names its MLflow runs get (Reflexion: two)
@@ -136,7 +204,6 @@ class Grid:
     budgets: list[int]
     data: dict[str, str]
     run: dict
-    methods: list[dict]  # {"method", "budgets" (None: the grid's), "own" (its flags), "flags" (by LM, merged)}
     families: list[dict]
     cells: list[Cell] = field(default_factory=list)
     paper: bool = False  # reproduces the paper: eval/grid/paper.py says what it must have
@@ -151,11 +218,6 @@ class Grid:
             path = Path(os.environ["EIR_DATA_DIR"]).expanduser() / path
         return str(path)
 
-    def argv(self, cell: Cell) -> list[str]:
-        """The cell as a `python -m eval.run` command line."""
-        data = self.data_path(cell.dataset)
-        return [*cell.argv, *(["--data", data] if data else []), "--experiment", self.experiment]
-
     def run_config(self, cell: Cell) -> RunConfig:
         """The config eval.run's `run` starts the cell with: its data path resolved now (against
         $EIR_DATA_DIR), and its program file read now, as `python -m eval.run` would at this moment."""
@@ -169,209 +231,161 @@ class Grid:
         return f"python -m eval.grid {shlex.quote(str(self.path))}"
 
 
-# ---------------------------------------------------------------- the file
-
-
 def load_grid(path: str | os.PathLike) -> Grid:
-    """Parse and validate a grid file; every cell is built (nothing runs, nothing is read from MLflow)."""
+    """Parse and validate a grid file; every cell is built (nothing runs, nothing is read from MLflow).
+    A GridError names the file, the entry and the key."""
     path = Path(path)
+    try:
+        return _load(path)
+    except GridError:
+        raise
+    except RunError as exc:
+        raise GridError(f"{path}: {exc}") from None
 
-    def fail(message: str) -> GridError:
-        return GridError(f"{path}: {message}")
 
-    raw = _read(path, fail)
-    experiment = _string(raw["experiment"], "experiment", fail)
-    reference = _string(raw.get("reference", names.EIR), "reference", fail)
-    n = _positive_int(raw["n"], "n", fail)
-    seed = raw.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise fail(f"seed must be an integer, got {seed!r}")
-    paper = raw.get("paper", False)
-    if not isinstance(paper, bool):
-        raise fail(f"paper must be true or false, got {paper!r}")
-    datasets = _list(raw["datasets"], "datasets", fail, lambda v, k: _choice(v, k, DATASETS, fail))
-    lms = _lms(raw["lms"], fail)
-    budgets = _list(raw.get("budgets", [DEFAULTS["budget"]]), "budgets", fail, lambda v, k: _positive_int(v, k, fail))
-    data = _data(raw.get("data", {}), datasets, fail)
-    run = _run(raw.get("run", {}), fail)
-    methods = _methods(raw["methods"], run, lms, datasets, fail)
-    grid = Grid(path=path, name=path.stem, experiment=experiment, reference=reference, n=n, seed=seed,
-                datasets=datasets, lms=list(lms), lm_flags=lms, budgets=budgets, data=data, run=run, methods=methods,
-                families=[], paper=paper)
-    grid.cells = _cells(grid, fail)
-    problem = corpus_problem(grid) if paper else None
+def _load(path: Path) -> Grid:
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise RunError(f"cannot read the grid file: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RunError(f"not valid TOML: {exc}") from None
+    try:
+        spec = GridFile.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        raise RunError(validation_message(exc)) from None
+    for dataset, value in spec.data.items():
+        if dataset not in spec.datasets:
+            raise RunError(f"data.{dataset}: {dataset} is not in datasets {spec.datasets}")
+        if Path(value).name in HOLDOUT_FILES:
+            raise RunError(f"data.{dataset}: {value!r} is the acceptance holdout, which no grid may run; "
+                           "use a dev file such as hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl")
+    _check_unique("lms", [e.lm for e in spec.lms])
+    run = _shared_flags(spec.run, "run")
+    lm_flags = {e.lm: _shared_flags(e.model_extra, f"lms[{i}] (lm = {e.lm!r})") for i, e in enumerate(spec.lms)}
+    grid = Grid(path=path, name=path.stem, experiment=spec.experiment, reference=spec.reference, n=spec.n,
+                seed=spec.seed, datasets=list(spec.datasets), lms=list(lm_flags), lm_flags=lm_flags,
+                budgets=spec.budgets, data=dict(spec.data), run=run, families=[], paper=spec.paper)
+    grid.cells = _cells(grid, spec.methods)
+    problem = corpus_problem(grid) if spec.paper else None
     if problem:
-        raise fail(problem)
-    grid.families = _families(raw.get("families", []), grid, fail)
+        raise RunError(problem)
     variants = _grid_variants(grid)
-    if variants is not None and reference not in variants:
-        raise fail(f"reference {reference!r} is not a variant this grid runs; "
-                   f"its variants: {', '.join(sorted(variants))}")
+    _check_families(spec.families, variants)
+    grid.families = raw.get("families", [])
+    if variants is not None and spec.reference not in variants:
+        raise RunError(f"reference {spec.reference!r} is not a variant this grid runs; "
+                       f"its variants: {', '.join(sorted(variants))}")
     return grid
 
 
-def _read(path: Path, fail) -> dict:
-    """The file's TOML, with only known top-level keys and every required one."""
+def _check_unique(key: str, items: list) -> None:
     try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise fail("no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise fail(f"not valid TOML: {exc}") from None
-    unknown = [k for k in raw if k not in GRID_KEYS]
-    if unknown:
-        raise fail(f"unknown key {unknown[0]!r} at the top level; known keys: {', '.join(GRID_KEYS)}")
-    for required in ("experiment", "n", "datasets", "lms", "methods"):
-        if required not in raw:
-            raise fail(f"missing required key {required!r}")
-    return raw
+        _unique(items)
+    except ValueError as exc:
+        raise RunError(f"{key}: {exc}") from None
 
 
-def _lms(value, fail) -> dict[str, dict]:
-    """Each LM and its own flags, in file order; an item is a name or { lm = "name", flag = value, ... }."""
-    if not isinstance(value, list) or not value:
-        raise fail(f"lms must be a non-empty list, got {value!r}")
-    lms: dict[str, dict] = {}
-    for i, item in enumerate(value):
-        name, flags = _lm(item, f"lms[{i}]", fail)
-        if name in lms:
-            raise fail(f"lms: {name!r} appears twice")
-        lms[name] = flags
-    return lms
+# ---------------------------------------------------------------- flags
 
 
-def _lm(item, key: str, fail) -> tuple[str, dict]:
-    if not isinstance(item, dict):
-        return _string(item, key, fail), {}
-    if "lm" not in item:
-        raise fail(f"{key}: missing required key 'lm' (an LM table is {{ lm = \"...\", decoding = \"...\" }})")
-    name = _string(item["lm"], f"{key}.lm", fail)
-    label = f"{key} (lm = {name!r})"
-    return name, _shared_flags({k: v for k, v in item.items() if k != "lm"}, label, label, fail)
+def _flags(table: dict, label: str) -> dict:
+    """A table's eval.run flags by argparse dest (`max-tokens` and `max_tokens` both name --max-tokens),
+    as the file writes them; each value is checked as the command line checks its flag."""
+    out = {}
+    for key, value in table.items():
+        name = key.replace("-", "_")
+        if name in GRID_FLAGS:
+            instead = f"; use the grid's `{INSTEAD[name]}`" if name in INSTEAD else ""
+            raise RunError(f"{label}: {key!r} is set by the grid{instead}")
+        if name not in DEFAULTS:
+            raise RunError(f"{label}: unknown key {key!r}; eval.run flags: {', '.join(FLAGS)}")
+        if name in out:
+            raise RunError(f"{label}: {key!r} given twice")
+        out[name] = value
+    try:
+        run_flags(out)
+    except RunError as exc:
+        raise RunError(f"{label}: {exc}") from None
+    return out
 
 
-def _data(data, datasets: list[str], fail) -> dict[str, str]:
-    if not isinstance(data, dict):
-        raise fail("[data] must be a table of dataset = \"file or directory\"")
-    for dataset, value in data.items():
-        if dataset not in DATASETS:
-            raise fail(f"data.{dataset}: unknown dataset; known: {', '.join(DATASETS)}")
-        if dataset not in datasets:
-            raise fail(f"data.{dataset}: {dataset} is not in datasets {datasets}")
-        _string(value, f"data.{dataset}", fail)
-        if Path(value).name in HOLDOUT_FILES:
-            raise fail(f"data.{dataset}: {value!r} is the acceptance holdout, which no grid may run; "
-                       "use a dev file such as hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl")
-    return dict(data)
-
-
-def _run(run, fail) -> dict:
-    if not isinstance(run, dict):
-        raise fail("[run] must be a table of eval.run flags")
-    return _shared_flags(run, "run", "[run]", fail)
-
-
-def _shared_flags(table: dict, label: str, parse_label: str, fail) -> dict:
-    """Flags for cells of several methods ([run], an LM's table): no method, no method option."""
-    flags = _flags(table, label, fail)
+def _shared_flags(table: dict, label: str) -> dict:
+    """Flags for cells of several methods ([run], an LM's table): no method, no method option, no program."""
+    flags = _flags(table, label)
     if "method" in flags:
-        raise fail(f"{label}.method: methods are named by the [[methods]] entries")
+        raise RunError(f"{label}.method: methods are named by the [[methods]] entries")
     for option in METHOD_OPTIONS:
         if option in flags:
-            raise fail(f"{label}.{option}: a method option; give it in the [[methods]] entries that take it")
+            raise RunError(f"{label}.{option}: a method option; give it in the [[methods]] entries that take it")
     if PROGRAM in flags:
-        raise fail(f"{label}.{PROGRAM}: a compiled program fits one method; give it in its [[methods]] entry")
-    _parse(_flag_argv(flags), parse_label, fail)
+        raise RunError(f"{label}.{PROGRAM}: a compiled program fits one method; give it in its [[methods]] entry")
     return flags
 
 
-def _methods(methods, run: dict, lms: dict[str, dict], datasets: list[str], fail) -> list[dict]:
-    if not isinstance(methods, list) or not methods or not all(isinstance(m, dict) for m in methods):
-        raise fail("methods must be a non-empty array of tables ([[methods]] with method = \"...\")")
-    return [_method(i, entry, run, lms, datasets, fail) for i, entry in enumerate(methods)]
-
-
-def _method(i: int, entry: dict, run: dict, lms: dict[str, dict], datasets: list[str], fail) -> dict:
-    """One [[methods]] entry: its method, budgets, own flags, and its flags with each LM
-    ([run] < the LM's < the entry's), checked as eval.run checks them."""
-    if "method" not in entry:
-        raise fail(f"methods[{i}]: missing required key 'method'")
-    method = _choice(entry["method"], f"methods[{i}].method", tuple(METHODS), fail)
-    label = f"methods[{i}] (method = {method!r})"
-    budgets = _list(entry["budgets"], f"{label}.budgets", fail,
-                    lambda v, k: _positive_int(v, k, fail)) if "budgets" in entry else None
-    own = _flags({k: v for k, v in entry.items() if k not in ("method", "budgets")}, label, fail)
-    accepted = _accepted_options(method)
-    for option in METHOD_OPTIONS:
-        if option in own and option not in accepted:
-            takes = f"its options: {', '.join(accepted)}" if accepted else "it takes none"
-            raise fail(f"{label}: {option!r} is not an option of method {method} ({takes})")
-    by_lm = {}
-    for lm, lm_flags in lms.items():
-        by_lm[lm] = flags = {**run, **lm_flags, **own}
-        _check_condition(method, flags, datasets, label + (f" with lm {lm!r}" if lm_flags else ""), fail)
-    return {"method": method, "budgets": budgets, "own": own, "flags": by_lm}
-
-
-def _check_condition(method: str, flags: dict, datasets: list[str], label: str, fail) -> None:
-    setting = flags.get("setting", DEFAULTS["setting"])
-    if setting == "corpus" and method not in CORPUS_METHODS:
-        raise fail(f"{label}: method {method} has no corpus setting (corpus methods: {', '.join(CORPUS_METHODS)})")
-    if setting == "corpus" and any(d != "hotpotqa" for d in datasets):
-        raise fail(f"{label}: the corpus setting is HotpotQA only; datasets are {datasets}")
-    args = _parse(["--method", method, *_flag_argv(flags)], label, fail)
-    try:  # the method's options, and a program file that fits them
-        RunConfig.from_args(args)
-    except SystemExit as exc:
-        raise fail(f"{label}: {str(exc.code).removeprefix('error: ')}") from None
+def _entry_flags(label: str, entry: MethodEntry) -> dict:
+    """A [[methods]] entry's own flags; a method option only where the method takes it."""
+    own = _flags(entry.model_extra, label)
+    takes = [o for o in METHOD_OPTIONS if o in METHODS[entry.method].options.names()]
+    its = f"its options: {', '.join(takes)}" if takes else "it takes none"
+    for option in own:
+        if option in METHOD_OPTIONS and option not in takes:
+            raise RunError(f"{label}: {option!r} is not an option of method {entry.method} ({its})")
+    return own
 
 
 # ---------------------------------------------------------------- cells
 
 
-def _cells(grid: Grid, fail) -> list[Cell]:
+def _cells(grid: Grid, entries: list[MethodEntry]) -> list[Cell]:
+    """methods × datasets × lms × budgets, in that order; a cell's flags are [run]'s < its LM's < its entry's."""
     cells: list[Cell] = []
     seen: dict[str, Cell] = {}
-    for i, entry in enumerate(grid.methods):
+    for i, entry in enumerate(entries):
+        label = f"methods[{i}] (method = {entry.method!r})"
+        own = _entry_flags(label, entry)
         for dataset in grid.datasets:
             for lm in grid.lms:
-                for budget in entry["budgets"] or grid.budgets:
-                    cell = _cell(grid, len(cells) + 1, i, entry["method"], entry["flags"][lm], dataset, lm, budget)
+                flags = {**grid.run, **grid.lm_flags[lm], **own}
+                where = label + (f" with lm {lm!r}" if grid.lm_flags[lm] else "")
+                for budget in entry.budgets or grid.budgets:
+                    cell = _cell(grid, len(cells) + 1, i, entry.method, flags, dataset, lm, budget, where)
                     if cell.key in seen:
-                        raise fail(f"methods[{i}] and methods[{seen[cell.key].entry}] give the same cell "
-                                   f"({cell.title}); remove one")
+                        raise RunError(f"methods[{i}] and methods[{seen[cell.key].entry}] give the same cell "
+                                       f"({cell.title}); remove one")
                     seen[cell.key] = cell
                     cells.append(cell)
     return cells
 
 
-def _cell(grid: Grid, number: int, entry_index: int, method: str, flags: dict, dataset: str, lm: str,
-          budget: int) -> Cell:
-    argv = ["--method", method, "--dataset", dataset, "--lm", lm, "--budget", str(budget), "--limit", str(grid.n),
-            "--seed", str(grid.seed), *_flag_argv(flags)]
-    args = parse_args(argv)  # validated already (per entry and LM); the grid's own values are well-typed
-    config = RunConfig.from_args(args)
+def _cell(grid: Grid, number: int, entry: int, method: str, flags: dict, dataset: str, lm: str, budget: int,
+          label: str) -> Cell:
+    try:
+        given = run_flags({**flags, "method": method, "dataset": dataset, "lm": lm, "budget": budget,
+                           "limit": grid.n, "seed": grid.seed})
+        config = run_config(given)
+    except RunError as exc:
+        raise RunError(f"{label}: {exc}") from None
     variants, certain = _variants(config)
-    return Cell(number=number, entry=entry_index, method=method, dataset=dataset, lm=lm, budget=budget, n=grid.n,
-                flags=dict(flags), data=grid.data.get(dataset), argv=tuple(argv), config=config,
-                key=_key(grid, method, flags, args, config.options), variants=variants, certain=certain,
+    return Cell(number=number, entry=entry, method=method, dataset=dataset, lm=lm, budget=budget, n=grid.n,
+                flags=dict(flags), data=grid.data.get(dataset), config=config,
+                key=_key(grid, flags, given.model_dump(), config), variants=variants, certain=certain,
                 calls_per_question=METHODS[method].max_calls(budget, config.setting, **config.options))
 
 
-def _key(grid: Grid, method: str, flags: dict, args: argparse.Namespace, options) -> str:
+def _key(grid: Grid, flags: dict, given: dict, config: RunConfig) -> str:
     """The cell's key: what the run measures, as canonical JSON (see the module docstring)."""
-    key = {"method": method, "dataset": args.dataset, "lm": args.lm, "budget": args.budget, "limit": grid.n,
-           "seed": grid.seed, "rules": RULES}
-    if grid.data.get(args.dataset) is not None:
-        key["data"] = grid.data[args.dataset]
-    defaults = options_for(method, args.setting)
+    key = {name: given[name] for name in ("method", "dataset", "lm", "budget", "limit", "seed")} | {"rules": RULES}
+    if grid.data.get(config.dataset) is not None:
+        key["data"] = grid.data[config.dataset]
+    defaults = options_for(config.method, config.setting)
     for name in flags:
         if name in METHOD_OPTIONS:
-            if options[name] != defaults[name]:  # validated: the method takes it
-                key[name] = options[name]
-        elif name not in NOT_IN_KEY and getattr(args, name) != DEFAULTS[name]:
-            key[name] = getattr(args, name)
-    if grid.paper and args.setting == "corpus":  # load_grid refuses any other corpus: a demo run is never this cell
+            if config.options[name] != defaults[name]:  # validated: the method takes it
+                key[name] = config.options[name]
+        elif name not in NOT_IN_KEY and given[name] != DEFAULTS[name]:
+            key[name] = given[name]
+    if grid.paper and config.setting == "corpus":  # load_grid refuses any other corpus: a demo run is never this cell
         key["corpus"] = FULL
     return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
@@ -411,138 +425,23 @@ def _grid_variants(grid: Grid) -> set[str] | None:
     return {v for c in grid.cells for v in c.variants}
 
 
-# ---------------------------------------------------------------- families
-
-
-def _families(families, grid: Grid, fail) -> list[dict]:
-    if not isinstance(families, list) or not all(isinstance(f, dict) for f in families):
-        raise fail("families must be an array of tables ([[families]] with name and compare)")
-    variants = _grid_variants(grid)
-    names = set()
+def _check_families(families: list[Family], variants: set[str] | None) -> None:
+    """What the model cannot check alone: names once each, pairs of two variants the grid runs."""
+    seen = set()
     for i, family in enumerate(families):
-        name = _family_name(i, family, fail)
-        label = f"families[{i}] ({name!r})"
-        if name in names:
-            raise fail(f"{label}: a second family with this name")
-        names.add(name)
-        _family_pairs(family["compare"], label, variants, fail)
-        for key in ("per_column", "per_pair"):
-            if key in family and not isinstance(family[key], bool):
-                raise fail(f"{label}.{key} must be true or false")
-        if family.get("per_column") and family.get("per_pair"):
-            raise fail(f"{label}: per_column and per_pair together leave one comparison per Holm family")
-        size = family.get("size")
-        if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
-            raise fail(f"{label}.size must be a positive integer")
-    return families
-
-
-def _family_name(i: int, family: dict, fail) -> str:
-    label = f"families[{i}]"
-    unknown = [k for k in family if k not in FAMILY_KEYS]
-    if unknown:
-        raise fail(f"{label}: unknown key {unknown[0]!r}; known keys: {', '.join(FAMILY_KEYS)}")
-    for required in ("name", "compare"):
-        if required not in family:
-            raise fail(f"{label}: missing required key {required!r}")
-    return _string(family["name"], f"{label}.name", fail)
-
-
-def _family_pairs(pairs, label: str, variants: set[str] | None, fail) -> None:
-    if not isinstance(pairs, list) or not pairs:
-        raise fail(f"{label}.compare must be a non-empty list of [first, second] variant pairs")
-    for j, pair in enumerate(pairs):
-        if (not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(v, str) and v for v in pair)
-                or pair[0] == pair[1]):
-            raise fail(f"{label}.compare[{j}]: expected [\"first variant\", \"second variant\"] (two different "
-                       f"names), got {pair!r}")
-        for v in pair:
-            if variants is not None and v not in variants:
-                raise fail(f"{label}.compare[{j}]: {v!r} is not a variant this grid runs; its variants: "
-                           f"{', '.join(sorted(variants))}")
-
-
-# ---------------------------------------------------------------- flags and values
-
-
-def _flags(table: dict, label: str, fail) -> dict:
-    """eval.run flags by argparse dest (`max-tokens` and `max_tokens` both name --max-tokens)."""
-    out = {}
-    for key, value in table.items():
-        name = key.replace("-", "_")
-        if name in GRID_FLAGS:
-            instead = {"limit": "n", "lm": "lms", "dataset": "datasets", "budget": "budgets (per entry or grid)",
-                       "data": "[data]", "seed": "seed", "experiment": "experiment"}.get(name)
-            raise fail(f"{label}: {key!r} is set by the grid" + (f"; use the grid's `{instead}`" if instead else ""))
-        if name not in DEFAULTS:
-            raise fail(f"{label}: unknown key {key!r}; eval.run flags: {', '.join(FLAGS)}")
-        if name in out:
-            raise fail(f"{label}: {key!r} given twice")
-        if isinstance(value, (dict,)) or (isinstance(value, list) and name not in LIST_FLAGS):
-            raise fail(f"{label}: {key!r} takes one value, got {value!r}")
-        if isinstance(value, bool) != isinstance(DEFAULTS[name], bool):
-            raise fail(f"{label}: {key!r} " + ("is a switch: true or false" if isinstance(DEFAULTS[name], bool)
-                                                else f"takes a value, not {value!r}"))
-        out[name] = value
-    return out
-
-
-def _flag_argv(flags: dict) -> list[str]:
-    argv = []
-    for name, value in flags.items():
-        flag = "--" + name.replace("_", "-")
-        if isinstance(value, bool):
-            argv += [flag] if value else []
-        elif isinstance(value, list):
-            argv += [flag, *map(str, value)]
-        else:
-            argv += [flag, str(value)]
-    return argv
-
-
-def _parse(argv: list[str], label: str, fail) -> argparse.Namespace:
-    """eval.run's own parser checks types and choices; its error becomes the grid's, naming the entry."""
-    err = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(err):
-            return parse_args(argv)
-    except SystemExit:
-        lines = [line for line in err.getvalue().splitlines() if line.strip()]
-        message = lines[-1].split("error: ", 1)[-1] if lines else f"invalid flags {argv}"
-        raise fail(f"{label}: {message}") from None
-
-
-def _accepted_options(method: str) -> list[str]:
-    accepted = METHODS[method].options.names()
-    return [o for o in METHOD_OPTIONS if o in accepted]
-
-
-def _string(value, key: str, fail) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise fail(f"{key} must be a non-empty string, got {value!r}")
-    return value
-
-
-def _positive_int(value, key: str, fail) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise fail(f"{key} must be a positive integer, got {value!r}")
-    return value
-
-
-def _choice(value, key: str, choices: tuple[str, ...], fail) -> str:
-    if value not in choices:
-        raise fail(f"{key}: unknown value {value!r}; choose one of {', '.join(choices)}")
-    return value
-
-
-def _list(value, key: str, fail, check) -> list:
-    if not isinstance(value, list) or not value:
-        raise fail(f"{key} must be a non-empty list, got {value!r}")
-    items = [check(v, f"{key}[{i}]") for i, v in enumerate(value)]
-    duplicates = sorted({str(v) for v in items if items.count(v) > 1})
-    if duplicates:
-        raise fail(f"{key}: {duplicates[0]!r} appears twice")
-    return items
+        label = f"families[{i}] ({family.name!r})"
+        if family.name in seen:
+            raise RunError(f"{label}: a second family with this name")
+        seen.add(family.name)
+        for j, pair in enumerate(family.compare):
+            if pair[0] == pair[1]:
+                raise RunError(f"{label}.compare[{j}]: expected two different variants, got {pair!r}")
+            for v in pair:
+                if variants is not None and v not in variants:
+                    raise RunError(f"{label}.compare[{j}]: {v!r} is not a variant this grid runs; its variants: "
+                                   f"{', '.join(sorted(variants))}")
+        if family.per_column and family.per_pair:
+            raise RunError(f"{label}: per_column and per_pair together leave one comparison per Holm family")
 
 
 def check_data(grid: Grid) -> list[str]:

@@ -1,15 +1,27 @@
-"""eval.run's flags: the command line `python -m eval.run` parses, and what eval.grid's files name
-(a grid cell's flags are checked and turned into a RunConfig by the same parser)."""
+"""eval.run's flags: the command line `python -m eval.run` parses, and the keys eval.grid's files name.
+
+The parser below is the one definition of the flags. `RunFlags` is the typed model made from it: a
+field per flag, with the flag's default, checked by the flag's own type and choices (so a grid key
+and a flag cannot drift, and a grid's bad value reads as the command line's error). `run_config`
+turns either into the RunConfig a run starts with."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
+from functools import partial
+from typing import Annotated
+
+import pydantic
 
 from eir_dspy.corpus_environment import DEFAULT_FUTILE_SEARCHES, FUTILE_SEARCHES
+from eir_dspy.lm import DECODINGS, DEFAULT_REQUEST_TIMEOUT
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
+from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eir_dspy.state import INVALID_UPDATE_RULES
 from eval.data.loaders import DATASETS
-from eval.runs.config import DEFAULT_BUDGET, add_lm_flags, positive_int
+from eval.runs.config import DEFAULT_BUDGET, DEFAULT_MAX_TOKENS, LMConfig, RunConfig, compiled_program, options_for
+from eval.runs.errors import RunError
 from programs import names
 from programs.eir_policy import ABLATIONS
 from programs.registry import DEFAULT_TRIALS, DEFAULT_VOTES, METHODS
@@ -69,10 +81,147 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def add_lm_flags(p: argparse.ArgumentParser) -> None:
+    """The LM flags, shared by eval.run and eval.compile (`lm_config` reads them)."""
+    g = p.add_argument_group("the LM")
+    g.add_argument("--lm", default=DEFAULT_MODEL, help="a local model key or any DSPy/LiteLLM model string")
+    g.add_argument("--lm-path", default=None, help="serve any local GGUF file (as the embedded model)")
+    g.add_argument("--api-base", nargs="+", default=None, metavar="URL",
+                   help="base URL of an OpenAI-compatible server; several URLs serving the same model: requests "
+                        "are spread over them by LiteLLM's Router (set concurrency with --threads)")
+    g.add_argument("--price-in", type=float, default=None, metavar="USD",
+                   help="dollars per million prompt tokens, for a model LiteLLM cannot price")
+    g.add_argument("--price-out", type=float, default=None, metavar="USD",
+                   help="dollars per million completion tokens, for a model LiteLLM cannot price")
+    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--max-tokens", type=positive_int, default=DEFAULT_MAX_TOKENS)
+    g.add_argument("--decoding", default=None, choices=DECODINGS,
+                   help="strict: per-call grammars (enums of real titles, caps); schema: the signature's JSON schema "
+                        "only; free: no grammar, JSON by prompt (default: schema for the embedded model; for an API "
+                        "model schema where it takes one, else free). docs/lm.md: Decoding")
+    g.add_argument("--request-timeout", type=positive_float, default=DEFAULT_REQUEST_TIMEOUT, metavar="SECONDS",
+                   help=f"API models: seconds before a request is abandoned and retried like any provider error "
+                        f"(default {DEFAULT_REQUEST_TIMEOUT:g}); the embedded model has none")
+    g.add_argument("--server-args", default="", metavar="FLAGS",
+                   help="the embedded server: more llama-server flags, e.g. '--spec-type ngram-simple' (logged)")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return build_parser().parse_args(argv)
 
 
-def flag_defaults() -> dict:
-    """Every eval.run flag (by argparse dest) and its default: what a grid file may name."""
-    return {k: v for k, v in vars(parse_args([])).items() if k not in RESUME_ONLY}
+# ---------------------------------------------------------------- the typed model
+
+
+def _checked(action: argparse.Action, value):
+    """A flag's value (a grid key's, or one argparse parsed) checked as argparse checks the flag."""
+    if action.nargs == 0:
+        if not isinstance(value, bool):
+            raise ValueError(f"{action.dest!r} is a switch: true or false")
+        return value
+    if value is None and action.default is None:
+        return None
+    if isinstance(value, (bool, dict)) or (isinstance(value, list) and not action.nargs):
+        raise ValueError(f"{action.dest!r} takes " + (f"one value, got {value!r}" if isinstance(value, (dict, list))
+                                                      else f"a value, not {value!r}"))
+    values = [_one(action, str(v)) for v in (value if isinstance(value, list) else [value])]
+    return values if action.nargs else values[0]
+
+
+def _one(action: argparse.Action, text: str):
+    flag = f"argument {action.option_strings[0]}"
+    try:
+        value = action.type(text) if action.type else text
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"{flag}: {exc}") from None
+    except (TypeError, ValueError):
+        raise ValueError(f"{flag}: invalid {action.type.__name__} value: {text!r}") from None
+    if action.choices is not None and value not in action.choices:
+        raise ValueError(f"{flag}: invalid choice: {value!r} (choose from {', '.join(map(repr, action.choices))})")
+    return value
+
+
+def _field(action: argparse.Action) -> tuple:
+    kind = bool if action.nargs == 0 else {None: str, int: int, float: float, positive_int: int,
+                                           positive_float: float}[action.type]
+    kind = list[kind] if action.nargs else kind
+    kind = kind | None if action.default is None else kind
+    return Annotated[kind, pydantic.BeforeValidator(partial(_checked, action))], action.default
+
+
+_ACTIONS = [a for a in build_parser()._actions if a.dest != "help" and a.dest not in RESUME_ONLY]
+RunFlags = pydantic.create_model("RunFlags", __config__=pydantic.ConfigDict(extra="forbid", frozen=True),
+                                 **{a.dest: _field(a) for a in _ACTIONS})
+RunFlags.__doc__ = "Every eval.run flag a config is made from (by argparse dest), typed, with the command line's default."
+
+
+def lm_config(flags: Mapping) -> LMConfig:
+    """The LM the LM flags (`add_lm_flags`, by dest) ask for: eval.run's and eval.compile's."""
+    api_base = flags["api_base"]
+    return LMConfig(model=flags["lm"], path=flags["lm_path"], api_base=tuple(api_base) if api_base else None,
+                    price_in=flags["price_in"], price_out=flags["price_out"], temperature=flags["temperature"],
+                    max_tokens=flags["max_tokens"], decoding=flags["decoding"],
+                    request_timeout=flags["request_timeout"], server_args=flags["server_args"] or "")
+
+
+def run_flags(values: Mapping | argparse.Namespace) -> RunFlags:
+    """eval.run's flags (parsed, or a grid cell's by dest) as the typed model; a RunError on a bad one."""
+    values = vars(values) if isinstance(values, argparse.Namespace) else values
+    try:
+        return RunFlags.model_validate({k: v for k, v in values.items() if k not in RESUME_ONLY})
+    except pydantic.ValidationError as exc:
+        raise RunError(validation_message(exc)) from None
+
+
+def run_config(flags: Mapping | argparse.Namespace | RunFlags) -> RunConfig:
+    """The RunConfig eval.run's flags ask for: parsed ones (a Namespace) or a grid cell's (by dest; a
+    flag not given takes the command line's default). A RunError on a value the flag does not take
+    (its message is the command line's), a method option the method does not take, a --program not
+    compiled for this method and options, or a config that fails its own checks."""
+    f = (flags if isinstance(flags, RunFlags) else run_flags(flags)).model_dump()
+    options = options_for(f["method"], f["setting"], verifier_temperature=f["verifier_temperature"],
+                          votes=f["votes"], trials=f["trials"], ablation=f["ablation"],
+                          invalid_updates=f["invalid_updates"])
+    program = compiled_program(f["program"], f["method"], options) if f["program"] else None
+    return RunConfig(method=f["method"], dataset=f["dataset"], setting=f["setting"], budget=f["budget"],
+                     options=options, lm=lm_config(f), data_file=f["data"], n=f["limit"], seed=f["seed"],
+                     threads=f["threads"], index=f["index"], program=program, futile_searches=f["futile_searches"])
+
+
+def validation_message(exc: pydantic.ValidationError) -> str:
+    """A pydantic error as one line naming the key (its path, e.g. `methods[1].budgets[0]`): the first error."""
+    error = exc.errors()[0]
+    loc, value, kind = [p for p in error["loc"] if p != "[key]"], error.get("input"), error["type"]
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    if kind in ("missing", "extra_forbidden"):
+        parent = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[:-1]).lstrip(".")
+        what = "missing required key" if kind == "missing" else "unknown key"
+        return f"{parent}: {what} {loc[-1]!r}" if parent else f"{what} {loc[-1]!r}" + (
+            " at the top level" if kind == "extra_forbidden" else "")
+    message = error["msg"].removeprefix("Value error, ")
+    if message.startswith(("argument ", "'")):  # a flag's own check (`_checked`): it names the flag
+        return message
+    said = {"bool_type": "must be true or false", "int_type": "must be an integer", "string_type": "must be a string",
+            "greater_than": "must be a positive integer", "list_type": "must be a list", "dict_type": "must be a table"
+            }.get(kind)
+    if kind == "too_short" and error["ctx"]["min_length"] == 1:
+        said = "must be a non-empty list"
+    if said:
+        return f"{where} {said}, got {value!r}"
+    if kind == "literal_error":
+        return f"{where}: unknown value {value!r}; choose one of {error['ctx']['expected']}"
+    return f"{where} {message}" if message.startswith("must") else f"{where}: {message}, got {value!r}"

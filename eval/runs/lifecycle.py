@@ -31,12 +31,13 @@ from eval.files.program_file import ProgramFileError, load_program, sha256
 from eval.files.results_file import ResultsFile, ResultsFileError, RunBusy, describe_bad_lines, wall_time
 from eval.runs import provenance, traces, tracking
 from eval.runs.config import RunConfig
+from eval.runs.errors import RunError, RunInterrupted
 from eval.runs.execute import run_question
 from eval.runs.flags import DEFAULT_EXPERIMENT, DEFAULT_OUT, SKIP_BAD_LINES
 from eval.runs.scheduler import run_all
 from eval.scoring import health
 from eval.scoring.run_metrics import format_table, summarize
-from programs.registry import CORPUS_METHODS, METHODS
+from programs.registry import METHODS
 
 
 def run(config: RunConfig | None, *, experiment: str = DEFAULT_EXPERIMENT, out: str = DEFAULT_OUT,
@@ -48,8 +49,9 @@ def run(config: RunConfig | None, *, experiment: str = DEFAULT_EXPERIMENT, out: 
     scored MLflow trace per question; `tags`: set on the run as it is created (eval.grid finds its cells
     by them); `skip_bad_lines`: on resume, leave out the results file's lines that are not the run's
     records instead of stopping. The process holds the run's lock while it runs it.
-    Returns {"run_id", "metrics", "records"}. Exits (SystemExit) on a bad input, when another process
-    is running the run, 130 on Ctrl-C, and with the cause when the run failed."""
+    Returns {"run_id", "metrics", "records"}. A RunError on a bad input, when another process is
+    running the run, and with the cause when the run failed; RunInterrupted on Ctrl-C (its
+    questions saved, its run KILLED)."""
     resume_id = None
     if resume:
         tracking.use_tracking_uri()
@@ -78,12 +80,12 @@ def _run(config: RunConfig | None, held: ExitStack, uri: str, *, experiment: str
         try:
             data_file = resolve_data_file(config.dataset, config.data_file)
         except DataError as exc:
-            raise SystemExit(f"error: {exc}") from None
+            raise RunError(str(exc)) from None
         config = replace(config, data_file=data_file and str(data_file))
     try:
         questions = load_questions(config.dataset, config.data_file, limit=config.n, seed=config.seed)
     except DataError as exc:
-        raise SystemExit(f"error: {exc}") from None
+        raise RunError(str(exc)) from None
     corpus = None
     if config.setting == "corpus":
         corpus, config = open_corpus(config, out)
@@ -92,7 +94,7 @@ def _run(config: RunConfig | None, held: ExitStack, uri: str, *, experiment: str
     try:
         lm = build_lm(config.lm.spec(config.threads))
     except (FileNotFoundError, ModelFetchError, ValueError, EngineBusy, EngineError) as exc:
-        raise SystemExit(f"error: {exc}") from None
+        raise RunError(str(exc)) from None
     config = replace(config.with_lm(lm), n=len(questions))
     dspy.configure(lm=lm, adapter=DecodingAdapter(config.lm.decoding))
     traces.use_autolog(trace)  # off for a run that did not ask, whatever an earlier run in this process did
@@ -149,8 +151,8 @@ def hold(held: ExitStack, results: ResultsFile, run_id: str) -> None:
     try:
         held.enter_context(results.hold(run_id))
     except RunBusy as exc:
-        raise SystemExit(f"error: {exc}. Two processes must not run one run's questions; wait for it to "
-                         "finish (or stop it), then resume.") from None
+        raise RunError(f"{exc}. Two processes must not run one run's questions; wait for it to "
+                       "finish (or stop it), then resume.") from None
 
 
 def load_done(results: ResultsFile, run_id: str, resume: str, skip_bad_lines: bool) -> dict[str, dict]:
@@ -159,8 +161,8 @@ def load_done(results: ResultsFile, run_id: str, resume: str, skip_bad_lines: bo
     try:
         done = results.load_records(run_id, skip_bad_lines=skip_bad_lines)
     except ResultsFileError as exc:
-        raise SystemExit(f"error: {exc}Nothing was run. Remove or fix these lines, or skip them (they stay in the "
-                         f"file, left out of the run and its logged results) with:\n  {resume} {SKIP_BAD_LINES}") from None
+        raise RunError(f"{exc}Nothing was run. Remove or fix these lines, or skip them (they stay in the "
+                       f"file, left out of the run and its logged results) with:\n  {resume} {SKIP_BAD_LINES}") from None
     if results.skipped:
         print(f"skipping {len(results.skipped)} line(s) of {results.path} that are not records of run {run_id} "
               f"({SKIP_BAD_LINES}; they stay in the file):\n" + describe_bad_lines(str(results.path), results.skipped),
@@ -194,22 +196,18 @@ def run_warnings(config: RunConfig, records: list[dict]) -> list[health.RunWarni
 def open_corpus(config: RunConfig, out_root: str) -> tuple[CorpusIndex, RunConfig]:
     """The corpus index of a corpus-setting run (the offline default is built on first use), and the
     config with the index, corpus and its size it logs."""
-    if config.dataset != "hotpotqa":
-        raise SystemExit(f"error: the corpus setting searches HotpotQA's Wikipedia corpus; got --dataset {config.dataset}")
-    if config.method not in CORPUS_METHODS:
-        raise SystemExit(f"error: --method {config.method} has no corpus setting; use one of {', '.join(CORPUS_METHODS)}")
     index_dir = Path(config.index) if config.index else default_index_dir(out_root)
     if not (index_dir / "corpus.json").exists() and not config.index:
         source = config.data_file and Path(config.data_file).parent
         if not source:
-            raise SystemExit(f"error: no corpus index at {index_dir}; build one with `python -m eval.index build` "
-                             "or give --data so the offline HotpotQA corpus can be built")
+            raise RunError(f"no corpus index at {index_dir}; build one with `python -m eval.index build` "
+                           "or give --data so the offline HotpotQA corpus can be built")
         print(f"building the offline HotpotQA corpus index at {index_dir} from {source}", file=sys.stderr)
         build_default_index(source, index_dir)
     try:
         index = CorpusIndex(index_dir)
     except CorpusIndexError as exc:
-        raise SystemExit(f"error: {exc}") from None
+        raise RunError(str(exc)) from None
     config = replace(config, index=str(index_dir), corpus=corpus_name(index_dir), corpus_paragraphs=len(index))
     if config.corpus != FULL:
         print(f"note: searching the {config.corpus} corpus ({len(index):,} paragraphs), not the paper's "
@@ -226,7 +224,7 @@ def load_compiled(program, config: RunConfig) -> None:
                                    f"(sha256 {saved.sha256[:12]}...); compile it under a new name instead")
         load_program(program, saved.path, config.method, dict(config.options))
     except (ProgramFileError, OSError) as exc:
-        raise SystemExit(f"error: {exc}") from None
+        raise RunError(str(exc)) from None
 
 
 def resume_command(run_id: str, experiment: str = DEFAULT_EXPERIMENT) -> str:
@@ -270,14 +268,14 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
             print(health.render(run_warnings(config, finished)), end="", file=sys.stderr)
         print(f"\nInterrupted: {len(finished)} of {len(questions)} questions are saved in {results.path}.\n"
               f"Continue with:\n  {resume}", file=sys.stderr)
-        raise SystemExit(130)
+        raise RunInterrupted
     message = stop.message  # counted now: questions still running when the run was found failing included
     if message is None and len(finished) == len(questions) and all(r.get("error") is not None for r in finished):
         message = f"every question failed; the first with: {finished[0]['error']}"
     if message:
         tracking.mark_failed(message)
-        raise SystemExit(f"error: run {run_id} failed: {message}\n"
-                         f"Fix the cause, then run it again with: {resume}")
+        raise RunError(f"run {run_id} failed: {message}\n"
+                       f"Fix the cause, then run it again with: {resume}")
     records = [done[q.id] for q in questions]  # question order, whatever order they finished in
     metrics = summarize(records)
     metrics["wall_time_s"] = wall_time(records)

@@ -13,6 +13,7 @@ from pathlib import Path
 import mlflow
 
 from eval.runs.config import RunConfig
+from eval.runs.errors import RunError
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 CONFIG_TAG = "eir.config"
@@ -174,15 +175,15 @@ def resumable_run(run_id: str) -> str:
     try:
         run = mlflow.get_run(run_id)
     except mlflow.exceptions.MlflowException:
-        raise SystemExit(f"error: --resume {run_id}: no such run in {mlflow.get_tracking_uri()}") from None
+        raise RunError(f"--resume {run_id}: no such run in {mlflow.get_tracking_uri()}") from None
     parent = run.data.tags.get(VARIANT_OF_TAG)
     if parent:
         print(f"run {run_id} is the {run.data.tags.get('method', 'variant')} result of run {parent}; resuming {parent}, "
               "which logs both", file=sys.stderr)
         return parent
     if CONFIG_TAG not in run.data.tags or RESULTS_TAG not in run.data.tags:
-        raise SystemExit(f"error: run {run_id} was not made by eval.run (no {CONFIG_TAG} / {RESULTS_TAG} tags); "
-                         "cannot resume it")
+        raise RunError(f"run {run_id} was not made by eval.run (no {CONFIG_TAG} / {RESULTS_TAG} tags); "
+                       "cannot resume it")
     return run_id
 
 

@@ -144,6 +144,6 @@ def test_a_grid_file_takes_per_pair_and_size_and_refuses_bad_ones(tmp_path):
     (tmp_path / "ok.toml").write_text(ok + "per_pair = true\nsize = 6\n")
     [family] = grid_module.load_grid(tmp_path / "ok.toml").families
     assert (family["per_pair"], family["size"]) == (True, 6)
-    assert "families[0] ('f').size must be a positive integer" in bad(tmp_path, ok + "size = 0\n")
+    assert "families[0].size must be a positive integer" in bad(tmp_path, ok + "size = 0\n")
     assert "per_column and per_pair together" in bad(tmp_path, ok + "per_pair = true\nper_column = true\n")
-    assert "families[0] ('f').per_pair must be true or false" in bad(tmp_path, ok + 'per_pair = "yes"\n')
+    assert "families[0].per_pair must be true or false" in bad(tmp_path, ok + 'per_pair = "yes"\n')

@@ -16,7 +16,6 @@ import eval.grid.__main__ as grid_command
 import eval.runs.lifecycle as lifecycle
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.runs import tracking
-from eval.runs.flags import parse_args
 from programs import EIR, SSR, Direct
 from programs.registry import method_named
 from tests.fake_openai import eir_reply
@@ -163,7 +162,7 @@ def test_validation_errors_name_the_file_and_the_entry(tmp_path):
     assert "unknown key 'budget' at the top level" in bad(tmp_path, BASE + 'budget = [6]\n[[methods]]\nmethod = "eir"\n')
     assert "missing required key 'methods'" in bad(tmp_path, BASE)
     assert "missing required key 'n'" in bad(tmp_path, 'experiment = "x"\ndatasets = ["hotpotqa"]\nlms = ["m"]\n')
-    assert "methods[1].method: unknown value 'eirr'" in bad(tmp_path, ok + '[[methods]]\nmethod = "eirr"\n')
+    assert "methods[1].method: unknown value 'eirr'; choose one of 'eir'" in bad(tmp_path, ok + '[[methods]]\nmethod = "eirr"\n')
     assert "methods[0] (method = 'eir'): unknown key 'vote'" in bad(tmp_path, BASE + '[[methods]]\nmethod = "eir"\nvote = 3\n')
     assert "'votes' is not an option of method eir (its options: ablation, invalid_updates)" in bad(
         tmp_path, BASE + '[[methods]]\nmethod = "eir"\nvotes = 3\n')
@@ -180,7 +179,19 @@ def test_validation_errors_name_the_file_and_the_entry(tmp_path):
     assert "argument --ablation: invalid choice: 'repairs'" in bad(
         tmp_path, BASE + '[[methods]]\nmethod = "eir"\nablation = "repairs"\n')
     assert "methods[1] and methods[0] give the same cell" in bad(tmp_path, ok + '[[methods]]\nmethod = "eir"\nbudgets = [6]\n')
-    assert "has no corpus setting" in bad(tmp_path, BASE + '[run]\nsetting = "corpus"\n[[methods]]\nmethod = "full_pool"\n')
+    assert "methods[0] (method = 'full_pool'): --method full_pool has no corpus setting" in bad(
+        tmp_path, BASE + '[run]\nsetting = "corpus"\n[[methods]]\nmethod = "full_pool"\n')
+    two = BASE.replace('["hotpotqa"]', '["hotpotqa", "2wiki"]')
+    assert "methods[0] (method = 'eir'): the corpus setting searches HotpotQA's Wikipedia corpus; got --dataset 2wiki" in bad(
+        tmp_path, two + '[run]\nsetting = "corpus"\n[[methods]]\nmethod = "eir"\n')
+    assert "run: 'trace' is a switch: true or false" in bad(tmp_path, ok + "[run]\ntrace = 1\n")
+    assert "families[0].size must be a positive integer, got 0" in bad(
+        tmp_path, ok + '[[families]]\nname = "f"\nsize = 0\ncompare = [["eir", "eir"]]\n')
+    assert "families[0]: unknown key 'what'" in bad(
+        tmp_path, ok + '[[families]]\nname = "f"\nwhat = 1\ncompare = [["eir", "eir"]]\n')
+    assert "families[0] ('f').compare[0]: expected two different variants" in bad(
+        tmp_path, ok + '[[families]]\nname = "f"\ncompare = [["eir", "eir"]]\n')
+    assert "data.hotpot: unknown value 'hotpot'" in bad(tmp_path, ok + '[data]\nhotpot = "x"\n')
     assert "is the acceptance holdout" in bad(
         tmp_path, ok + '[data]\nhotpotqa = "hotpotqa/hotpot_dev_distractor.rpt_sample300_seed0.jsonl"\n')
     assert "families[0] ('f').compare[0]: 'eir H=8' is not a variant this grid runs; its variants: eir" in bad(
@@ -229,10 +240,8 @@ def test_an_lm_table_gives_its_flags_to_that_lms_cells_only(tmp_path):
     for (method, lm), flags in expected.items():
         cell = cells[method, lm]
         assert json.loads(cell.key) == {**base, "method": method, "lm": lm, **flags}
-        args = parse_args(grid.argv(cell))
-        assert (args.lm, args.max_tokens, args.temperature, args.decoding) == (
-            lm, flags["max_tokens"], 0.5, flags.get("decoding"))
-        assert args.experiment == "x"
+        c = cell.config.lm
+        assert (c.model, c.max_tokens, c.temperature, c.decoding) == (lm, flags["max_tokens"], 0.5, flags.get("decoding"))
     # The embedded model's default is schema: its free runs are labelled, as eval.run labels them.
     assert cells["eir", DEFAULT_MODEL].variants == ("eir decoding=free",)
     assert cells["eir", "m"].variants == ("eir",)
@@ -254,7 +263,7 @@ def test_a_bad_lm_table_names_the_file_and_the_lm(tmp_path):
     assert "lms[1]: missing required key 'lm'" in lm_error('{ decoding = "free" }')
     assert "lms[1].lm must be a non-empty string" in lm_error('{ lm = "", decoding = "free" }')
     assert "lms: 'a' appears twice" in lm_error('{ lm = "a", decoding = "free" }')
-    assert "methods[0] (method = 'full_pool') with lm 'm': method full_pool has no corpus setting" in lm_error(
+    assert "methods[0] (method = 'full_pool') with lm 'm': --method full_pool has no corpus setting" in lm_error(
         '{ lm = "m", setting = "corpus" }', '[[methods]]\nmethod = "full_pool"\n')
 
 

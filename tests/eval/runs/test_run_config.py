@@ -1,6 +1,7 @@
-"""eval.runs.config.RunConfig: flags -> config -> tag -> config is the identity, a tag logged by an earlier
-version of eval.run still loads (its compatibility rules), and the names a run is known by (label,
-variant, sweep, run name), worked out by hand from the naming rules."""
+"""eval.runs.config.RunConfig: flags -> config -> tag -> config is the identity, a config checks itself as
+it is made, a tag in any other form than today's is refused naming its key (older tags are migrated, not
+read), and the names a run is known by (label, variant, sweep, run name), worked out by hand from the
+naming rules."""
 
 import json
 from dataclasses import replace
@@ -10,16 +11,18 @@ import pytest
 
 import eval.run as run_module
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
-from eval.runs.config import LMConfig, ProgramFile, RunConfig
+from eval.runs.config import TAG_KEYS, LMConfig, ProgramFile, RunConfig
+from eval.runs.errors import RunError
+from eval.runs.flags import run_config
 
 LOCAL = "local/qwen2.5-coder-1.5b"  # the default --lm as it is logged
-TAG_KEYS = ["method", "dataset", "data_file", "n", "seed", "lm_model", "lm_path", "api_base", "price_in", "price_out",
-            "temperature", "max_tokens", "decoding", "request_timeout", "budget", "threads", "engine", "server_args",
-            "options", "setting", "index", "futile_searches", "lm", "default_decoding", "label"]  # the eir.config tag, in its order  # noqa: E501
+WRITTEN = ["method", "dataset", "data_file", "n", "seed", "lm_model", "lm_path", "api_base", "price_in", "price_out",
+           "temperature", "max_tokens", "decoding", "request_timeout", "budget", "threads", "engine", "server_args",
+           "options", "setting", "index", "futile_searches", "lm", "default_decoding", "label"]  # the eir.config tag, in its order  # noqa: E501
 
 
 def config(*flags: str) -> RunConfig:
-    return RunConfig.from_args(run_module.parse_args(list(flags)))
+    return run_config(run_module.parse_args(list(flags)))
 
 
 def ran(c: RunConfig, label: str | None = None, model: str = LOCAL, schema: bool = True) -> RunConfig:
@@ -56,7 +59,7 @@ def test_flags_to_tag_and_back_is_the_same_config(flags):
     resolved = replace(ran(c), n=3, data_file="d.jsonl", threads=c.threads or 1)
     back = RunConfig.from_tag(resolved.to_tag())
     assert back == resolved and back.variant == resolved.variant and back.run_name == resolved.run_name
-    assert list(json.loads(resolved.to_tag())) == TAG_KEYS
+    assert list(json.loads(resolved.to_tag())) == WRITTEN == TAG_KEYS
 
 
 def test_a_program_and_a_corpus_round_trip_too(tmp_path):
@@ -113,45 +116,51 @@ def test_names_by_hand(tmp_path):
     assert compiled.variant == "eir compiled=boot H=4" and compiled.sweep == "eir compiled=boot"
 
 
-# The first runs (before method options, settings, --decoding and the managed server): an embedded
-# model, a `constrained` flag no version reads any more. A copy of what eval.run wrote then.
+# Tags of earlier versions (the first runs, before --decoding, before the managed server): the migration
+# script rewrites them; read as they are, each is refused naming what is not today's form.
 FIRST_TAG = {"method": "eir", "dataset": "hotpotqa", "data_file": "/data/hotpot_dev_distractor.jsonl", "n": 5,
              "seed": 0, "lm_model": "smollm2-135m", "lm_path": None, "api_base": None, "temperature": 0.0,
              "max_tokens": 2048, "budget": 6, "threads": 1, "lm": "local/smollm2-135m", "constrained": True}
-# Before --decoding: an API model on one endpoint (--api-base took one URL), options and a setting.
-BEFORE_DECODING = {"method": "reflexion", "dataset": "2wiki", "data_file": None, "n": 100, "seed": 1,
-                   "lm_model": "openai/gpt-4.1-mini", "lm_path": None, "api_base": "http://127.0.0.1:8080/v1",
-                   "temperature": 0.0, "max_tokens": 2048, "request_timeout": 120.0, "budget": 8, "threads": 4,
-                   "options": {"trials": 5}, "setting": None, "index": None, "lm": "openai/gpt-4.1-mini",
-                   "label": "reflexion_oracle"}
-# Before the managed server: decoding and prices, no engine (it ran in-process).
-BEFORE_ENGINE = {"method": "eir", "dataset": "hotpotqa", "data_file": "d.jsonl", "n": 3, "seed": 0,
-                 "lm_model": "qwen2.5-coder-1.5b", "lm_path": None, "api_base": None, "price_in": None,
-                 "price_out": None, "temperature": 0.0, "max_tokens": 2048, "decoding": "schema",
-                 "request_timeout": 600.0, "budget": 6, "threads": 1, "options": {"ablation": "none"},
-                 "setting": "pool", "index": None, "lm": LOCAL, "default_decoding": "schema", "label": "eir"}
 
 
-def test_runs_logged_by_earlier_versions_still_load():
-    first = RunConfig.from_tag(json.dumps(FIRST_TAG))
-    # Logged before EIR's list-update rule was an option: the rule then in force (reject), named,
-    # so it never pairs with runs under the paper's pool rule (discard).
-    assert (first.variant, first.label, first.setting, dict(first.options)) == (
-        "eir invalid_updates=reject", "eir", "pool", {"invalid_updates": "reject"})
-    assert first.run_name == "eir invalid_updates=reject / hotpotqa / local/smollm2-135m / H=6"
-    assert first.recorded_decoding is None  # logged before --decoding: read back as not recorded ...
-    assert first.lm.decoding == "strict" and first.lm.engine == "inprocess"  # ... but it ran strict, in-process
-    assert first.lm.request_timeout == 600.0 and first.lm.server_args == "" and first.program is None
+def today(**changes) -> dict:
+    tag = json.loads(ran(config()).to_tag())
+    return {**tag, **changes}
 
-    api = RunConfig.from_tag(json.dumps(BEFORE_DECODING))
-    assert api.variant == "reflexion_oracle H=8 trials=5" and api.sweep == "reflexion_oracle trials=5"
-    assert api.run_name == "reflexion_oracle H=8 trials=5 / 2wiki / openai/gpt-4.1-mini"
-    assert api.setting == "pool" and api.lm.decoding is None and api.lm.endpoints == 1
-    assert api.lm.spec(1).api_bases == ("http://127.0.0.1:8080/v1",) and api.lm.request_timeout == 120.0
 
-    engine = RunConfig.from_tag(json.dumps(BEFORE_ENGINE))
-    assert engine.lm.engine == "inprocess" and engine.recorded_decoding == "schema"
-    assert engine.variant == "eir invalid_updates=reject"
+@pytest.mark.parametrize("tag, named", [
+    (FIRST_TAG, "missing key 'price_in'"),
+    ({k: v for k, v in today().items() if k != "decoding"}, "missing key 'decoding'"),
+    ({k: v for k, v in today().items() if k != "engine"}, "missing key 'engine'"),
+    ({k: v for k, v in today().items() if k != "futile_searches"}, "missing key 'futile_searches'"),
+    (today(constrained=True), "unknown key 'constrained'"),
+    (today(options={"ablation": "none"}), "options: 'invalid_updates' is missing for method eir"),
+    (today(options={"ablation": "none", "invalid_updates": "discard", "votes": 3}), "options: 'votes' is unknown"),
+    (today(api_base="http://127.0.0.1:8080/v1"), "api_base must be a list of URLs"),
+    (today(setting=None), "unknown --setting None"),
+    (today(method="eirr"), "unknown --method 'eirr'"),
+], ids=["first", "no-decoding", "no-engine", "no-futile-searches", "unknown-key", "eir-no-invalid-updates",
+        "unknown-option", "api-base-string", "setting-null", "unknown-method"])
+def test_a_tag_not_in_todays_form_is_refused_naming_the_key(tag, named):
+    with pytest.raises(RunError, match="eir.config tag: .*" + named.replace("(", r"\(").replace(")", r"\)")):
+        RunConfig.from_tag(json.dumps(tag))
+
+
+def test_a_config_checks_itself_however_it_is_made():
+    assert dict(RunConfig(method="ssr", setting="corpus").options) == {"verifier_temperature": 0.0, "votes": 3}
+    assert dict(RunConfig().options) == {"ablation": "none", "invalid_updates": "discard"}  # resolved as made
+    for made, message in [(lambda: RunConfig(method="full_pool", setting="corpus"), "--method full_pool has no corpus"),
+                          (lambda: RunConfig(setting="corpus", dataset="2wiki"), "got --dataset 2wiki"),
+                          (lambda: RunConfig(futile_searches="reject"), "--futile-searches is a rule of the corpus"),
+                          (lambda: RunConfig(method="direct", options={"votes": 3}), "'votes' is not an option"),
+                          (lambda: replace(RunConfig(), setting="corpus", dataset="musique"), "got --dataset musique")]:
+        with pytest.raises(RunError, match=message):
+            made()
+
+
+def test_an_inprocess_run_still_reads_but_never_runs_again():
+    engine = RunConfig.from_tag(json.dumps(today(engine="inprocess")))
+    assert engine.lm.engine == "inprocess" and engine.variant == "eir"
     with pytest.raises(ValueError, match="'inprocess' engine .* retired in issue 33"):
         engine.lm.spec(1)  # read, compared and analyzed as before; never run again on the retired engine
 
@@ -164,7 +173,7 @@ def test_eirs_list_update_rule_is_logged_resolved_and_named_only_off_the_papers_
     assert off.options["invalid_updates"] == "reject" and off.variant == "eir invalid_updates=reject"
     assert RunConfig.from_tag(off.to_tag()).variant == "eir invalid_updates=reject"
     assert RunConfig.from_tag(pool.to_tag()).variant == "eir"
-    with pytest.raises(SystemExit, match="--invalid-updates is EIR's list-update rule"):
+    with pytest.raises(RunError, match="--invalid-updates is EIR's list-update rule"):
         config("--method", "direct", "--invalid-updates", "reject")
 
 
@@ -178,25 +187,10 @@ def test_the_corpus_search_rule_is_logged_named_off_the_paper_and_reaches_the_en
     assert (paper.futile_searches, paper.variant) == ("run", "eir")
     assert (old.futile_searches, old.variant) == ("reject", "eir futile_searches=reject")
     assert RunConfig.from_tag(old.to_tag()) == old
-    before = {k: v for k, v in json.loads(paper.to_tag()).items() if k != "futile_searches"}
-    assert RunConfig.from_dict(before).futile_searches == "reject"  # corpus runs logged before the option
     index = CorpusIndex.__new__(CorpusIndex)  # the environment only keeps a reference until it searches
     assert new_environment((), index).futile_searches == "run"
     with dspy.context(futile_searches="reject"):
         assert new_environment((), index).futile_searches == "reject"
-
-
-def test_resuming_a_run_from_before_decoding_keeps_its_label():
-    first = RunConfig.from_tag(json.dumps(FIRST_TAG))
-    resumed = ran(first, model="local/smollm2-135m")
-    assert (resumed.lm.decoding, resumed.default_decoding, resumed.label) == ("strict", "strict", "eir")
-    assert resumed.variant == "eir invalid_updates=reject" and resumed.recorded_decoding == "strict"
-    # A run that asks for strict today is another condition, and named so.
-    assert ran(config("--lm", "smollm2-135m", "--decoding", "strict"), model="local/smollm2-135m").label == \
-        "eir decoding=strict"
-    # Its tag, written again (Reflexion's variant run after a resume), now records the decoding.
-    assert "decoding" in json.loads(resumed.to_tag()) and "decoding" not in json.loads(first.to_tag())
-    assert RunConfig.from_tag(first.to_tag()) == first
 
 
 def test_a_grid_cell_is_the_config_its_command_line_makes(tmp_path, monkeypatch):
@@ -209,9 +203,11 @@ def test_a_grid_cell_is_the_config_its_command_line_makes(tmp_path, monkeypatch)
                     '[[methods]]\nmethod = "ssr"\nvotes = 2\nbudgets = [4]\n')
     grid = grid_module.load_grid(path)
     (cell,) = grid.cells
-    assert cell.config == RunConfig.from_args(run_module.parse_args(list(cell.argv)))
+    argv = ["--method", "ssr", "--votes", "2", "--budget", "4", "--limit", "2", "--seed", "4", "--lm", "openai/gpt-4.1-mini",
+            "--max-tokens", "256", "--trace", "--data", "d.jsonl"]
+    assert cell.config == replace(run_config(run_module.parse_args(argv)), data_file=None)
     started = grid.run_config(cell)
     assert started == replace(cell.config, data_file="d.jsonl")
     assert (started.method, started.budget, started.n, started.seed, started.lm.max_tokens, dict(started.options)) == \
         ("ssr", 4, 2, 4, 256, {"verifier_temperature": 0.7, "votes": 2})
-    assert started == RunConfig.from_args(run_module.parse_args(grid.argv(cell)))
+    assert started == run_config(run_module.parse_args(argv))  # the same run on the command line

@@ -163,9 +163,9 @@ def test_corpus_setting_refuses_methods_without_one_and_a_missing_index(workdir,
 
 
 def test_ssr_verifier_temperature_defaults_to_zero_in_the_corpus(workdir):
-    assert run_module.method_options(run_module.parse_args(["--method", "ssr", "--setting", "corpus"]))[
+    assert run_module.run_config(run_module.parse_args(["--method", "ssr", "--setting", "corpus"])).options[
         "verifier_temperature"] == 0.0
-    assert run_module.method_options(run_module.parse_args(["--method", "ssr"]))["verifier_temperature"] == 0.7
+    assert run_module.run_config(run_module.parse_args(["--method", "ssr"])).options["verifier_temperature"] == 0.7
 
 
 def test_decoding_is_logged_and_a_non_default_one_names_the_condition(workdir, monkeypatch):

@@ -1,0 +1,13 @@
+"""The one error eval's library code raises for a bad input or a run that cannot go on.
+
+Its message is what the user reads: a command's `main()` catches it and exits with `error: MESSAGE`
+(only commands exit). GridError (eval/grid/spec.py) is one, naming the grid file."""
+
+
+class RunError(Exception):
+    """A bad flag, config, tag, file or run state; the message says which and what to do."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run's questions: the finished ones are saved and its run ended KILLED, and the
+    way to continue was printed. `python -m eval.run` exits 130; eval.grid stops starting cells."""
