@@ -27,7 +27,7 @@ SUMMARY = "EM errors with complete vs incomplete evidence, and how many supporti
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report()
     rows, shares = [], []
-    ordered = sorted(runs, key=lambda r: (r.dataset, r.lm, r.method))
+    ordered = sorted(runs, key=lambda r: (r.dataset, r.lm, r.variant))
     for run in ordered:
         found = evidence_availability(run)
         # A question that failed outright (a provider error) read nothing: not an evidence error.
@@ -55,7 +55,7 @@ def _row(found: Availability, report: Report) -> list[str]:
     run, missing = found.run, found.missing
     incomplete = proportion(found.incomplete, found.errors)
     by_count = [sum(m == 1 for m in missing), sum(m == 2 for m in missing), sum(m >= 3 for m in missing)]
-    report.keyed("/".join((run.method, run.dataset, run.lm)), {
+    report.keyed("/".join((run.variant, run.dataset, run.lm)), {
         "errors": found.errors, "incomplete": incomplete.k, "incomplete_share": incomplete.share,
         "incomplete_ci_low": incomplete.low, "incomplete_ci_high": incomplete.high,
         **{f"missing_{k}": v for k, v in zip(("1", "2", "3plus"), by_count)}})

@@ -59,7 +59,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report.notes += corpus_note("Table 21", runs)
     results = []  # (run, key, questions analysed, after-support counters, total calls)
     taken: set[str] = set()
-    for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
+    for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.variant, -r.start_time)):
         # Questions that raised have no trajectory; questions with no annotated support have nothing to read.
         usable = [(r, trials_of(r)) for r in run.question_records if not r.error and r.gold_titles]
         if not any(trials and any(trials) for _, trials in usable):

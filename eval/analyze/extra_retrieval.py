@@ -96,7 +96,7 @@ def _rows(x: recovery.Rerun, context: Context, report: Report) -> tuple[list[str
                   f"{100 * mean(recall_before):.1f}", f"{100 * mean(recall_after):.1f}", str(added["calls"]),
                   f"{added['calls'] / n:.2f}", f"{mean(r.calls for r in records):.2f}",
                   f"{mean(r.calls for r in records) + added['calls'] / n:.2f}"]
-    report.keyed(f"{NAME}/{x.run.method}/{x.run.dataset}/{x.run.lm}", {
+    report.keyed(f"{NAME}/{x.run.variant}/{x.run.dataset}/{x.run.lm}", {
         "f1_diff": f1.diff, "f1_ci_low": f1.low, "f1_ci_high": f1.high, "em_gained": em.c, "em_lost": em.b,
         "mcnemar_p": em.p, "requested_share": requested / n, "read_share": read_ok / n, "support_f1_diff": sp.diff,
         "gold_recall_after": 100 * mean(recall_after), "calls_added": added["calls"],

@@ -76,7 +76,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     if not eir:
         raise SelectionError("final-vs-submitted needs EIR runs; none among the selected runs")
     rows, seen = [], set()
-    for run in sorted(eir, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
+    for run in sorted(eir, key=lambda r: (r.dataset, r.lm, r.variant, -r.start_time)):
         eligible, forced, empty, failed = split(run.question_records)
         key = run_key(run, seen)
         counts = {"n": len(run.records), "eligible": len(eligible), "excluded_forced": forced,

@@ -98,7 +98,7 @@ def _reads_row(x: recovery.Rerun, report: Report) -> list[str]:
     matches = sum(ok and s["em"] >= 1 for ok, s in zip(read_ok, after))
     matches_unread = sum(not ok and s["em"] >= 1 for ok, s in zip(read_ok, after))
     unparseable = sum(not p["select_parsed"] for p in picked)
-    report.keyed(f"{NAME}/{x.run.method}/{x.run.dataset}/{x.run.lm}", {
+    report.keyed(f"{NAME}/{x.run.variant}/{x.run.dataset}/{x.run.lm}", {
         "successful_reads": sum(read_ok), "final_without_read": sum(unchanged), "missing_gold_read": sum(gold_found),
         "matches_after_read": matches, "matches_without_read": matches_unread, "unparseable_selections": unparseable})
     return [*run_cells(x.run), str(len(x.records)), str(unparseable), str(sum(read_ok)), str(sum(unchanged)),

@@ -87,7 +87,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report(params={"counting": COUNTING, "json_only_fences": FENCES})
     statuses: dict[str, dict[str, str]] = {}  # run id -> question id -> status
     rows, keys = [], {}
-    for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
+    for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.variant, -r.start_time)):
         records = run.question_records
         statuses[run.run_id] = found = {r.id: status(r) for r in records}
         keys[run.run_id] = key = run_key(run, set(keys.values()))
@@ -119,8 +119,8 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
 def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Context, report: Report) -> str:
     """Every EIR-family run against each non-EIR run of its column, on the questions both read."""
     rows, empty = [], 0
-    for eir in sorted(filter(is_eir, runs), key=lambda r: (r.dataset, r.lm, r.method)):
-        for base in sorted(runs, key=lambda r: r.method):
+    for eir in sorted(filter(is_eir, runs), key=lambda r: (r.dataset, r.lm, r.variant)):
+        for base in sorted(runs, key=lambda r: r.variant):
             if is_eir(base) or (base.dataset, base.lm, base.setting, base.decoding) != \
                     (eir.dataset, eir.lm, eir.setting, eir.decoding):
                 continue
@@ -128,7 +128,7 @@ def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Con
             shared = [q for q in a if q in b]
             kept = [q for q in shared if statuses[eir.run_id][q] == READABLE == statuses[base.run_id][q]]
             pair = f"{keys[eir.run_id]}/vs/{keys[base.run_id]}"
-            head = [eir.method, base.method, eir.dataset, short_lm(eir.lm), str(len(shared)), str(len(kept))]
+            head = [eir.variant, base.variant, eir.dataset, short_lm(eir.lm), str(len(shared)), str(len(kept))]
             report.keyed(pair, {"shared": len(shared), "kept": len(kept)})
             if not kept:
                 empty += 1

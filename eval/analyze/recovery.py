@@ -192,7 +192,7 @@ def conversion_rows(x: Rerun, context: Context, report: Report, analysis: str) -
         rows.append([*run_cells(x.run), arm, str(len(x.records)), f"{conv.k} ({pct(conv.share)})",
                      f"[{pct(conv.low)}, {pct(conv.high)}]", f"{vs.b} / {vs.c}", _p(vs.p),
                      f"{100 * mean(before_f1):.1f}", f"{100 * mean(after_f1):.1f}", interval(boot)])
-        report.keyed(f"{analysis}/{arm}/{x.run.method}/{x.run.dataset}/{x.run.lm}", {
+        report.keyed(f"{analysis}/{arm}/{x.run.variant}/{x.run.dataset}/{x.run.lm}", {
             "conversions": conv.k, "conversion_share": conv.share, "f1_before": 100 * mean(before_f1),
             "f1_after": 100 * mean(after_f1), "f1_diff": boot.diff, "f1_ci_low": boot.low, "f1_ci_high": boot.high,
             "mcnemar_b": vs.b, "mcnemar_c": vs.c, "mcnemar_p": vs.p})

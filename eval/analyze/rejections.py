@@ -58,7 +58,7 @@ def by_category(records: list[dict | QuestionRecord]) -> tuple[int, Counter, Cou
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report()
     rows, seen = [], set()
-    for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.method, -r.start_time)):
+    for run in sorted(runs, key=lambda r: (r.dataset, r.lm, r.variant, -r.start_time)):
         actions, counts, other = by_category(run.question_records)
         if actions == 0:
             report.skipped(run, "no action turns recorded (Full Pool answers in one call)")

@@ -57,7 +57,7 @@ POOLED = "all runs"  # the method cell of a row pooling every run's questions
 def pooled_run(runs: list[LoggedRun]) -> LoggedRun:
     """Every run's records as one pseudo-run, for the paper's pooled rows (F.1-F.4): its method is
     POOLED; its dataset and LM are the runs' own when they share one, else "all"."""
-    return LoggedRun(run_id="pooled", experiment_id="", name=POOLED, method=POOLED,
+    return LoggedRun(run_id="pooled", experiment_id="", name=POOLED, variant=POOLED,
                      dataset=one_or_all({r.dataset for r in runs}), lm=one_or_all({r.lm for r in runs}), budget=0,
                      start_time=0, metrics={}, records=tuple(rec for r in runs for rec in r.records), label=POOLED)
 
@@ -69,13 +69,13 @@ def one_or_all(values: set[str]) -> str:
 
 def run_cells(run: LoggedRun) -> list[str]:
     """A table row's first cells: method, dataset and LM (without its provider)."""
-    return [run.method, run.dataset, short_lm(run.lm)]
+    return [run.variant, run.dataset, short_lm(run.lm)]
 
 
 def run_key(run: LoggedRun, taken: set[str]) -> str:
     """The run's metric key, method/dataset/lm, and its run id when an earlier run took that key (two runs
     of one condition stay apart); added to `taken`."""
-    key = "/".join((run.method, run.dataset, run.lm))
+    key = "/".join((run.variant, run.dataset, run.lm))
     key += f"/{run.run_id}" if key in taken else ""
     taken.add(key)
     return key

@@ -42,8 +42,8 @@ def is_rerun_of_another(run: LoggedRun) -> bool:
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     report = Report()
-    ordered = sorted(runs, key=lambda r: (r.setting, r.lm, r.dataset, r.method))
-    rows = [_row(run.method, run.dataset, run.lm, run.setting, sums(run.question_records), report) for run in ordered]
+    ordered = sorted(runs, key=lambda r: (r.setting, r.lm, r.dataset, r.variant))
+    rows = [_row(run.variant, run.dataset, run.lm, run.setting, sums(run.question_records), report) for run in ordered]
     counted = [r for r in ordered if not is_rerun_of_another(r)]
     if len(counted) < len(ordered):
         report.notes.append(f"{len(ordered) - len(counted)} reflexion_first run(s) left out of the total rows: their "

@@ -36,7 +36,7 @@ def sweep_runs(grid: ComparedRuns) -> dict[Column, dict[int, LoggedRun]]:
     """The runs of the budget-sweep family, per column and H."""
     out: dict[Column, dict[int, LoggedRun]] = {}
     for c in grid.of_family(H_SWEEP):
-        for variant in (c.reference, c.method):
+        for variant in (c.reference, c.variant):
             run = grid.run(variant, c.column)
             out.setdefault(c.column, {})[run.budget] = run
     return out
@@ -73,7 +73,7 @@ def table11(grid: ComparedRuns) -> str | None:
     found = grid.of_family(H_SWEEP)
     if not found:
         return None
-    rows = [[column_name(c.column), f"H={grid.run(c.reference, c.column).budget}", f"H={grid.run(c.method, c.column).budget}",
+    rows = [[column_name(c.column), f"H={grid.run(c.reference, c.column).budget}", f"H={grid.run(c.variant, c.column).budget}",
              str(len(c.ids)), f"{_f1(grid, c.reference, c):.1f}", *_stats(c)] for c in found]
     head = ["column", "H", "against", "n", "Answer F1", "ΔF1 [95% CI]", "p", "p Holm"]
     return markdown(head, rows) + "\n\n" + _note(grid, found, "F1 at H − F1 at the H it is compared against")
@@ -87,8 +87,8 @@ def table12(grid: ComparedRuns) -> str | None:
         return None
     rows = []
     for c in found:
-        a, b = _paired(grid, c.reference, c), _paired(grid, c.method, c)
-        rows.append([column_name(c.column), f"{c.reference} − {c.method}", str(len(c.ids)),
+        a, b = _paired(grid, c.reference, c), _paired(grid, c.variant, c)
+        rows.append([column_name(c.column), f"{c.reference} − {c.variant}", str(len(c.ids)),
                      _both(a, b, lambda rs: f"{100 * mean(r.answer_f1 for r in rs):.1f}"),
                      _both(a, b, lambda rs: f"{gold_read(rs):.1f}"),
                      _both(a, b, lambda rs: f"{reads(rs):.2f}"),
@@ -116,8 +116,8 @@ def _repair_table(grid: ComparedRuns, found: list[Comparison]) -> str | None:
         return None
     rows = []
     for c in found:
-        a, b = _paired(grid, c.reference, c), _paired(grid, c.method, c)
-        rows.append([column_name(c.column), f"{c.reference} − {c.method}", str(len(c.ids)), *_stats(c),
+        a, b = _paired(grid, c.reference, c), _paired(grid, c.variant, c)
+        rows.append([column_name(c.column), f"{c.reference} − {c.variant}", str(len(c.ids)), *_stats(c),
                      _both(a, b, lambda rs: _maybe(list_entries(rs))),
                      _both(a, b, lambda rs: f"{repair_calls(rs):.2f}")])
     head = ["column", "A − B", "n", "ΔF1 (A − B) [95% CI]", "p", "p Holm", "list entries/episode A / B",

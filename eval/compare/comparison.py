@@ -61,7 +61,7 @@ def degenerate_runs(grid: ComparedRuns) -> list[tuple[LoggedRun, list[RunWarning
     found = []
     for key in sorted(grid.runs, key=lambda k: (grid.variants.index(k[0]), k[1])):
         run = grid.runs[key]
-        warnings = warnings_for(run.name or run.method, run.question_records, method=run.config.method,
+        warnings = warnings_for(run.name or run.variant, run.question_records, method=run.config.method,
                                 max_tokens=run.config.lm.max_tokens)
         if warnings:
             found.append((run, warnings))
@@ -89,8 +89,8 @@ def report(grid: ComparedRuns, availability: list[Availability],
         **ablation_files(grid),
     }
     for c in grid.of_family(grid.family):
-        name = f"diff_{_slug(c.reference)}_vs_{_slug(c.method)}_{_slug(c.column[0])}_{_slug(c.column[1])}.md"
-        files[name] = question_diff(grid.run(c.reference, c.column), grid.run(c.method, c.column)) + "\n"
+        name = f"diff_{_slug(c.reference)}_vs_{_slug(c.variant)}_{_slug(c.column[0])}_{_slug(c.column[1])}.md"
+        files[name] = question_diff(grid.run(c.reference, c.column), grid.run(c.variant, c.column)) + "\n"
     return files
 
 
@@ -99,7 +99,7 @@ def comparison_metrics(grid: ComparedRuns) -> dict[str, float]:
     (the named family: the pair and column already say which of its Holm families)."""
     out = {}
     for c in grid.comparisons:
-        key = f"{c.family_name}/{c.reference} vs {c.method}/{c.column[0]}/{c.column[1]}"
+        key = f"{c.family_name}/{c.reference} vs {c.variant}/{c.column[0]}/{c.column[1]}"
         out.update({f"f1_diff/{key}": c.f1.diff, f"f1_ci_low/{key}": c.f1.low, f"f1_ci_high/{key}": c.f1.high,
                     f"f1_p/{key}": c.f1.p, f"f1_p_holm/{key}": c.f1_holm.adjusted,
                     f"mcnemar_b/{key}": c.em.b, f"mcnemar_c/{key}": c.em.c, f"mcnemar_p/{key}": c.em.p,

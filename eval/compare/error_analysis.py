@@ -62,7 +62,7 @@ def evidence_availability(run: LoggedRun) -> Availability:
 
 
 def availability_table(rows: list[Availability]) -> str:
-    body = [[r.run.method, r.run.dataset, short_lm(r.run.lm), str(len(r.run.records)), str(r.errors),
+    body = [[r.run.variant, r.run.dataset, short_lm(r.run.lm), str(len(r.run.records)), str(r.errors),
              f"{r.all_gold_read} ({pct(r.share_read, 0, '%')})",
              f"{r.errors - r.all_gold_read} ({pct(1 - r.share_read, 0, '%')})"] for r in rows]
     note = ("Errors are questions without an exact match. 'All gold read': every gold supporting paragraph was "
@@ -80,17 +80,17 @@ def question_diff(a: LoggedRun, b: LoggedRun) -> str:
     pairs = [(ra, by_b[ra.id]) for ra in a.question_records if ra.id in by_b]
     only_a = [(x, y) for x, y in pairs if x.em >= 1 > y.em]
     only_b = [(x, y) for x, y in pairs if y.em >= 1 > x.em]
-    lines = [f"## {a.method} vs {b.method} on {a.dataset} / {a.lm} ({len(pairs)} shared questions)",
+    lines = [f"## {a.variant} vs {b.variant} on {a.dataset} / {a.lm} ({len(pairs)} shared questions)",
              f"runs: {a.run_id} ({a.name}) and {b.run_id} ({b.name})", "",
              f"Exact in both: {sum(1 for x, y in pairs if x.em >= 1 and y.em >= 1)}; "
              f"in neither: {sum(1 for x, y in pairs if x.em < 1 and y.em < 1)}; "
-             f"only {a.method}: {len(only_a)}; only {b.method}: {len(only_b)}."]
-    for title, group in ((f"Only {a.method} right", only_a), (f"Only {b.method} right", only_b)):
+             f"only {a.variant}: {len(only_a)}; only {b.variant}: {len(only_b)}."]
+    for title, group in ((f"Only {a.variant} right", only_a), (f"Only {b.variant} right", only_b)):
         lines += ["", f"### {title} ({len(group)})"]
         for x, y in group:
             lines += ["", f"- **{x.id}** {x.question}", f"  - gold: {x.gold}",
-                      f"  - {a.method}: {x.prediction!r} (F1 {x.answer_f1:.2f}); read: {_titles(x)}",
-                      f"  - {b.method}: {y.prediction!r} (F1 {y.answer_f1:.2f}); read: {_titles(y)}",
+                      f"  - {a.variant}: {x.prediction!r} (F1 {x.answer_f1:.2f}); read: {_titles(x)}",
+                      f"  - {b.variant}: {y.prediction!r} (F1 {y.answer_f1:.2f}); read: {_titles(y)}",
                       f"  - gold paragraphs: {'; '.join(x.gold_titles)}"]
     return "\n".join(lines)
 

@@ -60,7 +60,7 @@ def default_families(runs: Iterable[LoggedRun], reference: str) -> list[Family]:
     """The paper's families among `runs`; a family none of whose variants ran is left out
     (the baselines family is always there, possibly empty, as Table 1 names it). Sizes are the
     comparisons formed: the paper's sizes are in its grid files."""
-    by_variant = {r.method: r for r in runs}  # runs of one variant share label, budget, sweep, ablation
+    by_variant = {r.variant: r for r in runs}  # runs of one variant share label, budget, sweep, ablation
     ref = by_variant.get(reference)
     if ref is None:
         return []
@@ -183,8 +183,8 @@ def _family(name: str, pairs: list[Pair], per_column: bool, where: str, per_pair
 
 
 def _label(run: LoggedRun) -> str:
-    return run.label or run.method  # runs built by hand may leave label and sweep empty
+    return run.label or run.variant  # runs built by hand may leave label and sweep empty
 
 
 def _sweep(run: LoggedRun) -> str:
-    return run.sweep or run.method
+    return run.sweep or run.variant

@@ -36,7 +36,7 @@ class QuestionSetMismatch(SelectionError):
 @dataclass(frozen=True)
 class Comparison:
     column: Column
-    method: str  # B, the baseline side: ΔF1 = reference − method
+    variant: str  # B, the baseline side: ΔF1 = reference − variant
     reference: str  # A
     ids: tuple[str, ...]  # the paired questions
     f1: Bootstrap  # on the 0-100 scale
@@ -55,7 +55,7 @@ class Comparison:
 
     @property
     def key(self) -> str:
-        return comparison_key(self.reference, self.method, self.column)
+        return comparison_key(self.reference, self.variant, self.column)
 
     @property
     def verdict(self) -> str:
@@ -107,21 +107,21 @@ class ComparedRuns:
         """The comparisons of a named family (of all its Holm families, for a per-column or per-pair one)."""
         return [c for c in self.comparisons if c.family_name == name]
 
-    def run(self, method: str, column: Column) -> LoggedRun | None:
-        return self.runs.get((method, column))
+    def run(self, variant: str, column: Column) -> LoggedRun | None:
+        return self.runs.get((variant, column))
 
-    def comparison(self, method: str, column: Column, family: str | None = None) -> Comparison | None:
-        """The comparison of B = `method` in `column` within `family` (default: the baselines family)."""
-        return next((c for c in self.of_family(family or self.family) if c.method == method and c.column == column),
+    def comparison(self, variant: str, column: Column, family: str | None = None) -> Comparison | None:
+        """The comparison of B = `variant` in `column` within `family` (default: the baselines family)."""
+        return next((c for c in self.of_family(family or self.family) if c.variant == variant and c.column == column),
                     None)
 
 
 def place_runs(runs: list[LoggedRun]) -> tuple[dict[tuple[str, Column], LoggedRun], list[str]]:
-    """One run per (method, column): the newest (runs come newest first); the rest are named in notes."""
+    """One run per (variant, column): the newest (runs come newest first); the rest are named in notes."""
     placed: dict[tuple[str, Column], LoggedRun] = {}
     notes = []
     for run in sorted(runs, key=lambda r: -r.start_time):
-        key = (run.method, run.column)
+        key = (run.variant, run.column)
         if key in placed:
             notes.append(f"ignored {run.run_id} ({run.name}): a newer run {placed[key].run_id} has the same method, "
                          "dataset and LM; pass --runs to choose")

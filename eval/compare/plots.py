@@ -83,7 +83,7 @@ def availability_shares(rows: list[tuple[str, float, float, float]], path: Path)
 
 def run_label(run) -> str:
     """A run's bar label: method, dataset and LM on three lines."""
-    return f"{run.method}\n{run.dataset}\n{short_lm(run.lm)}"
+    return f"{run.variant}\n{run.dataset}\n{short_lm(run.lm)}"
 
 
 def stacked_bars(labels: list[str], layers: list[tuple[list[float], str, str]], ylabel: str, title: str, path: Path,

@@ -45,7 +45,7 @@ def comparison_details(grid: ComparedRuns) -> str:
             "EM b / c", "McNemar p", "p Holm"]
     rows = []
     for c in grid.comparisons:
-        rows.append([f"{c.family} ({c.size_text})", column_name(c.column), c.reference, c.method, str(len(c.ids)),
+        rows.append([f"{c.family} ({c.size_text})", column_name(c.column), c.reference, c.variant, str(len(c.ids)),
                      interval(c.f1), fmt_p(c.f1.p),
                      fmt_p(c.f1_holm.adjusted) + (" ✓" if c.f1_holm.significant else ""),
                      f"{c.em.b} / {c.em.c}", fmt_p(c.em.p),
@@ -104,10 +104,10 @@ def comparisons_csv(grid: ComparedRuns) -> str:
                 "f1_p", "f1_p_holm", "f1_significant", "mcnemar_b", "mcnemar_c", "mcnemar_p", "mcnemar_p_holm",
                 "mcnemar_significant", "family_size", "reference_run", "baseline_run", "holm_family", "formed"])
     for c in grid.comparisons:
-        w.writerow([c.family_name, c.reference, c.method, *c.column, len(c.ids), c.f1.diff, c.f1.low, c.f1.high,
+        w.writerow([c.family_name, c.reference, c.variant, *c.column, len(c.ids), c.f1.diff, c.f1.low, c.f1.high,
                     c.f1.p, c.f1_holm.adjusted, c.f1_holm.significant, c.em.b, c.em.c, c.em.p, c.em_holm.adjusted,
                     c.em_holm.significant, c.family_size, grid.run(c.reference, c.column).run_id,
-                    grid.run(c.method, c.column).run_id, c.family, c.formed])
+                    grid.run(c.variant, c.column).run_id, c.family, c.formed])
     return out.getvalue()
 
 

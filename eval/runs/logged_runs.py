@@ -24,7 +24,7 @@ class LoggedRun:
     run_id: str
     experiment_id: str
     name: str
-    method: str  # the run's variant (RunConfig.variant): what comparisons pair by
+    variant: str  # RunConfig.variant: what comparisons pair by
     dataset: str
     lm: str
     budget: int
@@ -60,7 +60,7 @@ def load_run(run: Run, records: list[dict] | None = None) -> LoggedRun:
         run_id=run.info.run_id,
         experiment_id=run.info.experiment_id,
         name=run.info.run_name,
-        method=config.variant,
+        variant=config.variant,
         dataset=config.dataset,
         lm=config.lm_name,
         budget=config.budget,
@@ -117,7 +117,7 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
                              f"{RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG]).n} questions; "
                              "compared on the questions both runs of a pair finished")
                 logged = load_run(run, records)
-                if not methods or logged.method in methods or logged.label in methods:
+                if not methods or logged.variant in methods or logged.label in methods:
                     loaded.append(logged)
                 continue
         if run.info.status != "FINISHED":
@@ -126,7 +126,7 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
                          + f" (finish it with `python -m eval.run --resume {run.info.run_id}`)")
             continue
         logged = load_run(run)
-        if methods and logged.method not in methods and logged.label not in methods:
+        if methods and logged.variant not in methods and logged.label not in methods:
             continue
         loaded.append(logged)
     if not loaded:

@@ -75,7 +75,7 @@ def test_an_old_run_is_refused_then_migrated_with_a_backup_and_reads_as_before(w
     assert artifact.read_text() == results.read_text()
 
     (logged,), _ = select_runs("old")
-    assert logged.method == RunConfig.from_dict(OLD_TAG).variant and [r.em for r in logged.question_records] == [1.0, 0.0]
+    assert logged.variant == RunConfig.from_dict(OLD_TAG).variant and [r.em for r in logged.question_records] == [1.0, 0.0]
     capsys.readouterr()
     assert migrate.main(["--dry-run"]) == 0
     assert ": 0 tag(s) and 0 file(s) (0 record(s)) to rewrite" in capsys.readouterr().out

@@ -36,7 +36,7 @@ MUSIQUE_RECORDS = (rec("m1", 0, G, G[:3]), rec("m2", 0, G, G), rec("m3", 1, G[:2
 
 
 def logged(method, dataset, lm, records, run_id):
-    return LoggedRun(run_id=run_id, experiment_id="0", name=f"{method} / {dataset} / {lm}", method=method,
+    return LoggedRun(run_id=run_id, experiment_id="0", name=f"{method} / {dataset} / {lm}", variant=method,
                      dataset=dataset, lm=lm, budget=6, start_time=0, metrics={}, records=tuple(records))
 
 

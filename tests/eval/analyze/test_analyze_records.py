@@ -16,7 +16,7 @@ LM = "local/scripted"
 
 
 def logged(label, dataset, records, run_id, setting="pool"):
-    return LoggedRun(run_id=run_id, experiment_id="0", name=f"{label} / {dataset}", method=label, dataset=dataset,
+    return LoggedRun(run_id=run_id, experiment_id="0", name=f"{label} / {dataset}", variant=label, dataset=dataset,
                      lm=LM, budget=6, start_time=0, metrics={}, records=tuple(records), label=label, setting=setting)
 
 

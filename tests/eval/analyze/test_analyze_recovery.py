@@ -47,7 +47,7 @@ def record(qid, read=("Alpha Port",), em=0.0, prediction=EARLIER):
 def logged(tmp_path, records, label="eir"):
     data = tmp_path / "hotpot.jsonl"
     write_data(data, [r["id"] for r in records])
-    return LoggedRun(run_id=f"run-{label}", experiment_id="0", name=f"{label} / hotpotqa / scripted", method=label,
+    return LoggedRun(run_id=f"run-{label}", experiment_id="0", name=f"{label} / hotpotqa / scripted", variant=label,
                      dataset="hotpotqa", lm="local/scripted", budget=6, start_time=0, metrics={}, records=tuple(records),
                      label=label, config=RunConfig(data_file=str(data)))
 
@@ -166,7 +166,7 @@ def test_the_rerun_lm_is_the_runs_own_without_a_response_cache():
     from eval.analyze.sources import run_lm
 
     config = RunConfig(lm=LMConfig("openai/gpt-4.1-mini", temperature=0.3, max_tokens=777, decoding="schema"))
-    run = LoggedRun(run_id="r", experiment_id="0", name="eir", method="eir", dataset="hotpotqa",
+    run = LoggedRun(run_id="r", experiment_id="0", name="eir", variant="eir", dataset="hotpotqa",
                     lm="openai/gpt-4.1-mini", budget=6, start_time=0, metrics={}, records=(), config=config)
     lm, adapter = run_lm(run)
     assert lm.model == "openai/gpt-4.1-mini" and lm.cache is False  # a fresh model call, never a replay
@@ -188,7 +188,7 @@ def logged_as(tmp_path, records, label):
     """A second EIR run with its own data file (logged() writes one file for one run)."""
     data = tmp_path / f"{label}.jsonl"
     write_data(data, [r["id"] for r in records])
-    return LoggedRun(run_id=f"run-{label}", experiment_id="0", name=f"{label} / hotpotqa / scripted", method=label,
+    return LoggedRun(run_id=f"run-{label}", experiment_id="0", name=f"{label} / hotpotqa / scripted", variant=label,
                      dataset="hotpotqa", lm="local/scripted", budget=6, start_time=0, metrics={}, records=tuple(records),
                      label=label, config=RunConfig(data_file=str(data)))
 

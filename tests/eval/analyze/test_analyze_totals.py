@@ -13,7 +13,7 @@ def rec(calls, prompt, completion, cost, searches=1, reads=2, turns=3, rejected=
 
 
 def logged(label, lm, records, setting="corpus"):
-    return LoggedRun(run_id=f"r-{label}-{lm}", experiment_id="0", name=f"{label} / hotpotqa / {lm}", method=label,
+    return LoggedRun(run_id=f"r-{label}-{lm}", experiment_id="0", name=f"{label} / hotpotqa / {lm}", variant=label,
                      dataset="hotpotqa", lm=lm, budget=6, start_time=0, metrics={}, records=tuple(records),
                      label=label, setting=setting)
 

@@ -90,13 +90,13 @@ def test_compare_takes_named_families_from_the_command_line_or_a_toml_file(workd
                                "--family", "mine", "eir vs direct", "full_pool vs direct",
                                "--family", "other", "eir vs full_pool"])
     grid = out["grid"]
-    assert [(c.family, c.family_size, c.reference, c.method) for c in grid.comparisons] == [
+    assert [(c.family, c.family_size, c.reference, c.variant) for c in grid.comparisons] == [
         ("mine", 2, "eir", "direct"), ("mine", 2, "full_pool", "direct"), ("other", 1, "eir", "full_pool")]
     assert "mine,eir,direct" in out["files"]["comparisons.csv"] and "| mine (2)" in out["files"]["statistics.md"]
 
     (workdir / "grid.toml").write_text('[[families]]\nname = "eir_vs_baselines"\ncompare = [["eir", "direct"]]\n')
     out = compare_module.main(["--experiment", "test", "--no-log", "--resamples", "100", "--families", "grid.toml"])
-    assert [(c.family, c.method) for c in out["grid"].comparisons] == [("eir_vs_baselines", "direct")]
+    assert [(c.family, c.variant) for c in out["grid"].comparisons] == [("eir_vs_baselines", "direct")]
     assert out["grid"].methods == ["eir", "direct"]  # Table 1's rows: the baselines family as given
 
     (workdir / "bad.toml").write_text('[[families]]\nname = "x"\ncompare = "eir vs direct"\n')

@@ -30,7 +30,7 @@ def test_reference_is_compared_with_each_baseline_per_column_and_holm_spans_each
     grid = compare(runs, "eir", resamples=2000)
     assert grid.columns == [("2wiki", "local/m"), ("hotpotqa", "local/m")]
     assert grid.methods == ["eir", "direct", "full_pool"]
-    assert [(c.method, c.column[0]) for c in grid.comparisons] == [("direct", "2wiki"), ("direct", "hotpotqa"),
+    assert [(c.variant, c.column[0]) for c in grid.comparisons] == [("direct", "2wiki"), ("direct", "hotpotqa"),
                                                                     ("full_pool", "hotpotqa")]
     direct = grid.comparison("direct", ("hotpotqa", "local/m"))
     assert (direct.em.b, direct.em.c) == (0, 12) and direct.em.p == pytest.approx(2 / 2**12)

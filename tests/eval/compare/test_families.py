@@ -58,9 +58,9 @@ def test_runs_differing_only_in_h_are_both_kept_and_compared():
     assert grid.run("eir", HOTPOT) is eir and grid.run("eir H=8", HOTPOT) is eir8
     assert grid.variants == ["eir", "direct", "eir H=8"] and grid.methods == ["eir", "direct"]  # Table 1 rows
     [sweep] = grid.of_family("h_sweep")
-    assert (sweep.reference, sweep.method, sweep.family_size) == ("eir H=8", "eir", 1)
+    assert (sweep.reference, sweep.variant, sweep.family_size) == ("eir H=8", "eir", 1)
     assert sweep.f1.diff == pytest.approx(25.0)  # H=8 minus H=6
-    assert [c.method for c in grid.of_family("eir_vs_baselines")] == ["direct"]
+    assert [c.variant for c in grid.of_family("eir_vs_baselines")] == ["direct"]
     assert grid.comparison("eir", HOTPOT) is None  # Table 1 looks only in the baselines family
 
 

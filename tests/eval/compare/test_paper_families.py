@@ -44,11 +44,11 @@ def test_table1_and_6_one_holm_family_of_six_per_baseline_and_full_pool_its_own(
     assert sorted(groups) == sorted(f"eir_vs_baselines:eir vs {b}" for b in MAIN_BASELINES)
     for members in groups.values():
         assert len(members) == 6 and {c.family_size for c in members} == {6} and {c.formed for c in members} == {6}
-        assert len({c.column for c in members}) == 6 and len({c.method for c in members}) == 1  # six rows, one baseline
+        assert len({c.column for c in members}) == 6 and len({c.variant for c in members}) == 1  # six rows, one baseline
         expected = holm({c.key: c.f1.p for c in members})
         assert [c.f1_holm.adjusted for c in members] == [expected[c.key].adjusted for c in members]
     full_pool = groups["eir_vs_baselines:eir vs full_pool"]
-    assert {c.method for c in full_pool} == {"full_pool"}  # Appendix G's own group: no other baseline in it
+    assert {c.variant for c in full_pool} == {"full_pool"}  # Appendix G's own group: no other baseline in it
     assert grid.methods == ["eir", *sorted(MAIN_BASELINES)]  # Table 1's rows, one family for all of them
     assert not grid.notes  # every comparison the paper makes is formed
 

@@ -298,7 +298,7 @@ def test_eval_run_program_runs_it_under_its_own_variant_and_compare_pairs_it(boo
     assert compiled["records"][0]["prompt_tokens"] > zero["records"][0]["prompt_tokens"]  # the demos are sent
     assert mlflow.get_run(zero["run_id"]).data.tags["variant"] == "eir"
     runs, _ = select_runs("compile-test")  # the compile run is in the experiment too, and skipped
-    assert sorted(r.method for r in runs) == ["eir", "eir compiled=boot"]
+    assert sorted(r.variant for r in runs) == ["eir", "eir compiled=boot"]
 
 
 def test_a_grid_names_a_program_per_method_entry(bootstrapped, tmp_path):
