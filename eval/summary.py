@@ -8,7 +8,7 @@ import argparse
 import json
 from pathlib import Path
 
-from eval.files.question_record import from_legacy
+from eval.files.question_record import read_record
 from eval.files.results_file import ResultsFileError, read_run_records
 from eval.runs.config import DEFAULT_MAX_TOKENS
 from eval.runs.errors import RunError
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
                         f"{DEFAULT_MAX_TOKENS}; 0: do not look)")
     args = p.parse_args(argv)
     try:
-        runs = {f: {qid: from_legacy(row) for qid, row in run_records(Path(f)).items()} for f in args.results}
+        runs = {f: {qid: read_record(row) for qid, row in run_records(Path(f)).items()} for f in args.results}
     except RunError as exc:
         raise SystemExit(f"error: {exc}") from None
     keep = set.intersection(*(set(r) for r in runs.values())) if args.common else None

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from programs.registry import METHODS
+
 # What runs logged before a key existed ran under (RunConfig.from_dict's rules at issue 33).
 EIR = "eir"
 DEFAULTS = {"method": EIR, "dataset": "hotpotqa", "n": 5, "seed": 0, "lm_model": "qwen2.5-coder-1.5b",
@@ -43,6 +45,8 @@ RULES = {
     "options": "no or null `options`: {}",
     "futile_searches": "no `futile_searches`: reject in the corpus setting (the rule then), run in the pool",
     "invalid_updates": "an EIR run without the `invalid_updates` option: reject (issue 21's rule, before the option)",
+    "option_defaults": "an option the tag leaves out: the method's default for the setting (what the run was built with)",
+    "api_base": "`api_base` one string (before --api-base took several): a list of that one URL",
     "defaults": "no `method`/`dataset`/`n`/`seed`/`lm_model`/`temperature`/`max_tokens`/`budget`: the default; "
                 "`n` and `budget` as integers",
     "unknown_keys": "keys no version reads any more (e.g. `constrained`): dropped",
@@ -86,6 +90,14 @@ def migrate_config(old: Mapping[str, Any]) -> tuple[dict, list[str]]:
     if out["method"] == EIR and "invalid_updates" not in out["options"]:
         out["options"] = {**out["options"], "invalid_updates": INVALID_UPDATES_REJECT}
         applied.append("invalid_updates")
+    if out["method"] in METHODS:  # today's tags hold every option, resolved for the setting, as RunConfig makes them
+        resolved = METHODS[out["method"]].make_options(out["options"], out["setting"]).as_dict()
+        if resolved != out["options"]:
+            out["options"] = resolved
+            applied.append("option_defaults")
+    if isinstance(out["api_base"], str):
+        out["api_base"] = [out["api_base"]]
+        applied.append("api_base")
     if c.get("program"):
         program = c["program"]
         out["program"] = {"name": program["name"], "path": program["path"], "sha256": program["sha256"]}
@@ -101,7 +113,7 @@ def migrate_config(old: Mapping[str, Any]) -> tuple[dict, list[str]]:
             applied.append("none_if_absent")
     if set(c) - CURRENT_KEYS:
         applied.append("unknown_keys")
-    if not applied and list(c.items()) != list(out.items()):
+    if [k for k in c if k in out] != [k for k in out if k in c]:
         applied.append("key_order")
     return out, sorted(set(applied), key=list(RULES).index)
 

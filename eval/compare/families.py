@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval.runs.errors import RunError
 from eval.runs.logged_runs import LoggedRun
 
 Pair = tuple[str, str]  # (A, B): two variants (eval.runs.config.RunConfig.variant)
@@ -25,7 +26,7 @@ H_SWEEP, LIST_FEEDBACK, REPAIR, REPAIR_APPLIED = "h_sweep", "list_feedback", "re
 FAMILY_KEYS = ("name", "compare", "per_column", "per_pair", "size")
 
 
-class FamilyError(ValueError):
+class FamilyError(RunError, ValueError):
     """A family definition that cannot be used (bad TOML, malformed pair, repeated name)."""
 
 

@@ -107,7 +107,6 @@ def read_record(row: dict | QuestionRecord) -> QuestionRecord:
 
 
 MIGRATE_HINT = " (a record of an earlier version? `python scripts/migrate_runs.py` rewrites old runs)"
-from_legacy = read_record  # its old name, until eval.analyze, eval.compare, eval.grid and eval.summary import read_record
 
 
 def as_records(rows: Iterable[dict | QuestionRecord]) -> list[QuestionRecord]:

@@ -31,7 +31,7 @@ from pathlib import Path
 import mlflow
 
 from eval.compare.families import FamilyError
-from eval.files.question_record import RecordError, from_legacy
+from eval.files.question_record import RecordError, read_record
 from eval.grid.paper import DataCheck
 from eval.grid.spec import Cell, Grid, check_data
 from eval.runs import lifecycle, tracking
@@ -101,7 +101,7 @@ def _questions_done(path: str | None) -> int:
     latest = {}
     for line in Path(path).read_text(errors="replace").splitlines():
         try:
-            record = from_legacy(json.loads(line))
+            record = read_record(json.loads(line))
         except (json.JSONDecodeError, RecordError):
             continue  # a torn last line
         latest[record.id] = record.error is None

@@ -249,11 +249,6 @@ class RunConfig:
         name = f"{self.variant} / {self.dataset} / {self.lm_name}"
         return name if self.budget != DEFAULT_BUDGET else f"{name} / H={self.budget}"
 
-    @property
-    def recorded_decoding(self) -> str | None:
-        """The decoding the run logged (eval.runs.logged_runs reads it by this name)."""
-        return self.lm.decoding
-
     # ------------------------------------------------------------ the tag
 
     def to_dict(self) -> dict:

@@ -13,9 +13,10 @@ from eval.files.question_record import QuestionRecord, as_records
 from eval.files.results_file import ResultsFileError, read_run_records
 from eval.runs import tracking
 from eval.runs.config import RunConfig
+from eval.runs.errors import RunError
 
 
-class SelectionError(ValueError):
+class SelectionError(RunError, ValueError):
     """The runs asked for cannot be compared (none found, unknown ids, missing results)."""
 
 
@@ -55,7 +56,10 @@ class LoggedRun:
 
 def load_run(run: Run, records: list[dict] | None = None) -> LoggedRun:
     """A finished run with its logged records, or a stopped one with the `records` it finished."""
-    config = RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG])
+    try:
+        config = RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG])
+    except RunError as exc:
+        raise SelectionError(f"run {run.info.run_id} ({run.info.run_name}): {exc}") from None
     return LoggedRun(
         run_id=run.info.run_id,
         experiment_id=run.info.experiment_id,
@@ -71,7 +75,7 @@ def load_run(run: Run, records: list[dict] | None = None) -> LoggedRun:
         label=config.label,
         ablation=config.options.get("ablation") or "none",
         setting=config.setting,
-        decoding=config.recorded_decoding,
+        decoding=config.lm.decoding,
         config=config,
     )
 

@@ -150,7 +150,7 @@ def log_config(config: RunConfig) -> None:
         "H": config.budget, "data_file": config.data_file, "threads": config.threads,
         "engine": lm.engine if str(config.lm_name or "").startswith("local/") else None,
         "server_args": lm.server_args or None,
-        "adapter": "JSONAdapter", "decoding": config.recorded_decoding,
+        "adapter": "JSONAdapter", "decoding": config.lm.decoding,
         "endpoints": lm.endpoints,
         "price_in": lm.price_in, "price_out": lm.price_out, **config.options,
         "setting": config.setting, "index": config.index,

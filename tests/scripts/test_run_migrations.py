@@ -3,15 +3,18 @@ on the tag, gives what today's `RunConfig.from_dict(old).to_dict()` writes (keys
 old records get their trajectories' method and their run's id."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from eval.runs.config import LMConfig, ProgramFile, RunConfig
+from eval.runs.errors import RunError
+from programs.registry import METHODS
 from tests.fixtures.scripts import load_script
 
 mig = load_script("run_migrations")
 
-API = RunConfig(method="direct", lm=LMConfig(model="openai/fake", api_base="http://127.0.0.1:1/v1", decoding="free",
+API = RunConfig(method="direct", lm=LMConfig(model="openai/fake", api_base=("http://127.0.0.1:1/v1",), decoding="free",
                                              price_in=0.1, price_out=0.4),
                 data_file="/data/dev.jsonl", n=3, threads=1, lm_name="openai/fake", default_decoding="free",
                 method_label="direct").to_dict()
@@ -21,67 +24,45 @@ EIR_CORPUS = RunConfig(method="eir", setting="corpus", options={"ablation": "non
                        default_decoding="free", method_label="eir_corpus decoding=schema",
                        program=ProgramFile("g", "/p/g.json", "ab" * 32), futile_searches="reject").to_dict()
 
-
-def without(tag: dict, *keys: str, **values) -> dict:
-    return {**{k: v for k, v in tag.items() if k not in keys}, **values}
-
-
-# One old tag per rule (its name first), as runs logged before each key existed hold them.
-CASES = [
-    ("decoding", without(API, "decoding")),
-    ("decoding", without(API, "decoding", "lm_model", "api_base", lm_model="qwen2.5-coder-1.5b")),  # the embedded model
-    ("engine", without(API, "engine")),
-    ("request_timeout", without(API, "request_timeout")),
-    ("none_if_absent", without(API, "price_in", "price_out", "index", "label", "lm", "default_decoding", "threads")),
-    ("none_if_absent", {**EIR_CORPUS, "program": None, "corpus": None}),
-    ("server_args", without(API, "server_args")),
-    ("server_args", without(API, server_args=None)),
-    ("setting", without(API, "setting")),
-    ("setting", without(API, setting=None)),
-    ("options", without(API, "options")),
-    ("options", without(API, options=None)),
-    ("futile_searches", without(EIR_CORPUS, "futile_searches")),
-    ("futile_searches", without(API, "futile_searches")),
-    ("futile_searches", without(EIR_CORPUS, futile_searches=None)),
-    ("invalid_updates", without(EIR_CORPUS, options={"ablation": "none"})),
-    ("invalid_updates", without(API, "method", options={})),  # no method: EIR
-    ("defaults", {}),
-    ("defaults", without(API, "method", "dataset", "n", "seed", "temperature", "max_tokens", "budget")),
-    ("defaults", without(API, n="3", budget="8")),
-    ("unknown_keys", without(API, constrained=True)),
-    ("key_order", dict(reversed(list(API.items())))),
-]
+# One old tag per rule, with what the reader of old tags (RunConfig.from_dict before issue 33 removed its
+# compatibility rules, commit 2d0f41f) made of it: its to_dict() (`decoding: null` where to_dict left the key
+# out) and how the run read (variant, label, run name, recorded decoding, options ...). Captured once from that
+# code, since today's from_dict refuses these tags.
+CASES = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "migration_cases.json").read_text())
+IDS = [f"{c['rule']}-{i}" for i, c in enumerate(CASES)]
 
 
-def expected(old: dict) -> dict:
-    """Today's RunConfig.from_dict(old).to_dict(); for a tag without `decoding`, the same with
-    `decoding: null` in its place (to_dict() leaves the key out so from_dict applies the legacy rule
-    again; the migrated tag must read without it)."""
-    want = RunConfig.from_dict(old).to_dict()
-    if "decoding" not in want:
-        items = list(want.items())
-        at = list(want).index("max_tokens") + 1
-        want = dict(items[:at] + [("decoding", None)] + items[at:])
+def expected(case: dict) -> dict:
+    """What the old reader wrote, with today's two stricter forms: `api_base` always a list, and every
+    option the method takes, as the run was built (the old reader left defaults out)."""
+    want = dict(case["to_dict"])
+    if isinstance(want["api_base"], str):
+        want["api_base"] = [want["api_base"]]
+    want["options"] = METHODS[want["method"]].make_options(want["options"], want["setting"]).as_dict()
     return want
 
 
-@pytest.mark.parametrize("rule, old", CASES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(CASES)])
-def test_each_rule_gives_what_from_dict_reads_and_to_dict_writes(rule, old):
-    new, applied = mig.migrate_config(old)
-    assert list(new.items()) == list(expected(old).items())  # the same keys, values and order
-    assert json.dumps(new) == json.dumps(expected(old))
-    assert rule in applied and set(applied) <= set(mig.RULES)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_each_rule_gives_what_the_old_reader_read_in_todays_form(case):
+    new, applied = mig.migrate_config(case["old"])
+    assert json.dumps(new) == json.dumps(expected(case))  # the same keys, values and order
+    assert case["rule"] in applied and set(applied) <= set(mig.RULES)
 
 
-@pytest.mark.parametrize("rule, old", CASES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(CASES)])
-def test_a_migrated_tag_reads_as_the_old_one_and_migrates_no_further(rule, old):
-    new, _ = mig.migrate_config(old)
-    before, after = RunConfig.from_dict(old), RunConfig.from_dict(new)
-    names = ("variant", "label", "sweep", "run_name", "recorded_decoding", "setting", "budget", "n", "futile_searches")
-    assert {n: getattr(after, n) for n in names} == {n: getattr(before, n) for n in names}
-    assert dict(after.options) == dict(before.options) and after.lm_name == before.lm_name
-    assert not after.legacy_decoding
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_migrated_tag_reads_as_the_old_one_did_and_migrates_no_further(case):
+    new, _ = mig.migrate_config(case["old"])
+    after, was = RunConfig.from_dict(new), case["reads_as"]
+    names = ("variant", "label", "sweep", "run_name", "setting", "budget", "n", "futile_searches")
+    assert {n: getattr(after, n) for n in names} == {n: was[n] for n in names}
+    assert after.lm.decoding == was["recorded_decoding"] and after.lm_name == was["lm_name"]
+    assert {k: after.options[k] for k in was["options"]} == was["options"]  # the rest: the method's defaults
     assert mig.migrate_config(new) == (new, [])
+
+
+def test_todays_from_dict_refuses_an_old_tag_naming_the_key():
+    with pytest.raises(RunError, match="missing key 'decoding'.*migrate it first"):
+        RunConfig.from_dict(CASES[0]["old"])
 
 
 def test_current_tags_are_left_as_they_are():

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 import eval.grid as grid_module
-from tests.eval.grid.test_grid import ROOT, write_full_index
+from tests.fixtures.grids import write_full_index
+
+ROOT = Path(__file__).resolve().parents[3]
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grid_configs.json"
 GRIDS = sorted(p.stem for p in (ROOT / "grids").glob("*.toml"))
