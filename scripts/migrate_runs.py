@@ -42,6 +42,7 @@ from run_migrations import RULES, migrate_config, migrate_record  # noqa: E402
 from eval.files.results_file import ResultsFile, RunBusy  # noqa: E402
 from eval.runs import tracking  # noqa: E402
 from eval.runs.config import RunConfig  # noqa: E402
+from eval.runs.errors import RunError  # noqa: E402
 
 SKIPPED_KINDS = (tracking.COMPARISON_KIND, tracking.ANALYSIS_KIND, tracking.COMPILE_KIND)
 
@@ -51,6 +52,8 @@ class FileChange:
     path: Path
     label: str  # how the report names it
     text: str  # the migrated text
+    original: str  # the text it was planned from (a file that changed since is planned again)
+    owner: str  # the run id its records carry
     records: int  # records in the file
     changed: Counter = field(default_factory=Counter)  # records changed, by what changed
     unread: list[int] = field(default_factory=list)  # lines left as they are: not a record (the readers name them)
@@ -89,7 +92,7 @@ def migrate_text(text: str, run_id: str) -> tuple[str, int, Counter, list[int]]:
     for number, row in rows.items():
         migrated, changes = migrate_record(row, stamp)
         if changes:
-            lines[number - 1] = json.dumps(migrated, ensure_ascii=False, default=str) + "\n"
+            lines[number - 1] = ResultsFile.encode_line(migrated).decode("utf-8")  # as eval.run writes lines
             changed.update(changes)
             changed["records"] += 1
     return "".join(lines), len(rows), changed, unread
@@ -100,7 +103,7 @@ def plan_file(path: Path, run_id: str, label: str) -> FileChange | None:
     new, records, changed, unread = migrate_text(text, run_id)
     if new == text:
         return None
-    return FileChange(path, label, new, records, changed, unread)
+    return FileChange(path, label, new, text, run_id, records, changed, unread)
 
 
 def plan_run(run: Run) -> RunChange:
@@ -177,12 +180,19 @@ def backup(changes: list[RunChange], folder: Path) -> None:
 
 
 def rewrite(path: Path, text: str) -> None:
-    """Replace the file's text at once (a reader sees the old or the new file, never half)."""
+    """Replace the file's text at once (a reader sees the old or the new file, never half); a failed
+    write leaves the old file and no temporary one."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".migrate.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
-        f.write(text)
-    os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def apply(change: RunChange) -> None:
@@ -191,6 +201,11 @@ def apply(change: RunChange) -> None:
         if change.lock is not None and change.files:
             held.enter_context(ResultsFile(change.lock).hold(change.run.info.run_id))
         for f in change.files:
+            current = f.path.read_text(encoding="utf-8", errors="surrogateescape")
+            if current != f.original:  # records appended since the plan (the run was still going): keep them
+                f = plan_file(f.path, f.owner, f.label)
+                if f is None:
+                    continue
             rewrite(f.path, f.text)
         for tag, (_, new) in change.tags.items():
             client.set_tag(change.run.info.run_id, tag, new)
@@ -209,7 +224,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backup", type=Path, help="where the old files and tag values are kept (must not exist)")
     args = p.parse_args(argv)
     uri = tracking.use_tracking_uri()
-    changes = [c for c in map(plan_run, eval_runs(args.experiment)) if c.tags or c.files]
+    changes, unplanned = [], []
+    for run in eval_runs(args.experiment):
+        try:
+            change = plan_run(run)
+        except (ValueError, KeyError, TypeError, RunError) as exc:  # a tag no rule turns into today's format
+            unplanned.append(f"run {run.info.run_id} ({run.info.run_name}) left as it is: {type(exc).__name__}: {exc}")
+            continue
+        if change.tags or change.files:
+            changes.append(change)
+    for line in unplanned:
+        print(line, file=sys.stderr)
     for c in changes:
         print("\n".join(describe(c)))
     rules = Counter(r for c in changes for r in c.rules)
@@ -222,8 +247,10 @@ def main(argv: list[str] | None = None) -> int:
         summary += "\nconfig rules applied: " + "; ".join(f"{n}x {name} ({RULES[name]})" for name, n in rules.items())
     if args.dry_run or not changes:
         print(summary + ("; nothing written (--dry-run)" if args.dry_run and changes else ""))
-        return 0
+        return 1 if unplanned else 0
     folder = args.backup or default_backup(uri)
+    if folder.exists():
+        raise SystemExit(f"error: the backup folder {folder} exists; name a new one (--backup)")
     backup(changes, folder)
     print(f"backup of the old files and tag values: {folder}")
     skipped = []
@@ -233,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         except RunBusy as exc:
             skipped.append(f"skipped run {c.run.info.run_id}: {exc}")
     print(summary.replace("to rewrite", "rewritten") + "".join(f"\n{s}" for s in skipped))
-    return 1 if skipped else 0
+    return 1 if skipped or unplanned else 0
 
 
 if __name__ == "__main__":

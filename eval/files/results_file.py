@@ -193,14 +193,14 @@ class ResultsFile:
             os.close(fd)  # releases the lock
 
     @staticmethod
-    def _line(record: dict) -> bytes:
+    def encode_line(record: dict) -> bytes:
         # backslashreplace writes any lone surrogate as its JSON escape, so the line still parses.
         return (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", "backslashreplace")
 
     def append(self, record: dict) -> None:
         # One unbuffered O_APPEND write: nothing sits in a Python buffer, so even an immediate
         # exit (a second Ctrl-C) right after this returns keeps the line.
-        data = self._line(record)
+        data = self.encode_line(record)
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:

@@ -84,8 +84,10 @@ def cell_state(cell: Cell, runs: list, questions: int | None = None) -> CellStat
         run = finished[0]
         try:
             ran = RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG]).n
-        except (KeyError, ValueError, TypeError):
+        except KeyError:  # no config tag: not eval.run's; count the cell's n
             ran = total
+        except RunError as exc:
+            raise RunError(f"run {run.info.run_id} ({run.info.run_name}): {exc}") from None
         return CellState("finished", run.info.run_id, ran, ran)
     if runs:  # KILLED, FAILED, or RUNNING (a killed process never ended it)
         run = runs[0]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from eir_dspy.corpus_environment import DEFAULT_FUTILE_SEARCHES
+from eir_dspy.corpus_environment import DEFAULT_FUTILE_SEARCHES, FUTILE_SEARCHES
 from eir_dspy.lm import DEFAULT_REQUEST_TIMEOUT, LOCAL_DEFAULT, LMSpec, default_decoding
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
 from eir_dspy.lm.local_models import DEFAULT_MODEL
@@ -186,6 +186,11 @@ class RunConfig:
                            f"{', '.join(METHODS[self.method].settings)}")
         if self.setting == "corpus" and self.dataset != "hotpotqa":
             raise RunError(f"the corpus setting searches HotpotQA's Wikipedia corpus; got --dataset {self.dataset}")
+        for name, value in (("--budget", self.budget), ("--limit", self.n)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise RunError(f"{name} must be a positive integer, got {value!r}")
+        if self.futile_searches not in FUTILE_SEARCHES:
+            raise RunError(f"unknown --futile-searches {self.futile_searches!r}; choose one of {', '.join(FUTILE_SEARCHES)}")
         if self.setting != "corpus" and self.futile_searches != DEFAULT_FUTILE_SEARCHES:
             raise RunError("--futile-searches is a rule of the corpus setting's searches; "
                            "the pool has none (add --setting corpus)")

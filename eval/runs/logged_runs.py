@@ -117,10 +117,9 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
         if stopped and run.info.status == "KILLED":
             records = _finished_so_far(run)
             if records:
-                notes.append(f"included {label}: stopped (KILLED) after {len(records)} of its "
-                             f"{RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG]).n} questions; "
-                             "compared on the questions both runs of a pair finished")
-                logged = load_run(run, records)
+                logged = load_run(run, records)  # names the run if its tag is not today's
+                notes.append(f"included {label}: stopped (KILLED) after {len(records)} of its {logged.config.n} "
+                             "questions; compared on the questions both runs of a pair finished")
                 if not methods or logged.variant in methods or logged.label in methods:
                     loaded.append(logged)
                 continue

@@ -188,7 +188,10 @@ def resumable_run(run_id: str) -> str:
 
 
 def saved_config(run_id: str) -> RunConfig:
-    return RunConfig.from_tag(mlflow.get_run(run_id).data.tags[CONFIG_TAG])
+    try:
+        return RunConfig.from_tag(mlflow.get_run(run_id).data.tags[CONFIG_TAG])
+    except RunError as exc:
+        raise RunError(f"run {run_id}: {exc}") from None
 
 
 def start_run(config: RunConfig, resume_id: str | None, out_root: str, tags: dict | None = None) -> str:

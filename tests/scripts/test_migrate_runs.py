@@ -9,6 +9,7 @@ import mlflow
 import pytest
 
 import eval.summary as summary
+from eval.files.results_file import ResultsFile
 from eval.runs import tracking
 from eval.runs.config import RunConfig
 from eval.runs.logged_runs import SelectionError, select_runs
@@ -110,3 +111,44 @@ def test_an_older_results_file_tables_after_migration_as_the_same_file_written_n
     summary.main([str(now), str(before), "--behaviour"])
     tables = capsys.readouterr().out.split("\n\n")
     assert tables[0].replace(str(now), "F") == tables[1].replace(str(before), "F")
+
+
+def test_a_record_holding_a_lone_surrogate_migrates_to_a_file_that_still_reads(tmp_path):
+    # eval.run writes a lone surrogate (a model's torn emoji) as its JSON escape; a migrated line must too
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(ResultsFile.encode_line({**RECORDS[0], "prediction": "x\ud83d"})
+                     + ResultsFile.encode_line({**RECORDS[1], "prediction": "y\udc80"}))
+    change = migrate.plan_file(path, "r1", "results")
+    migrate.rewrite(path, change.text)
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [r["prediction"] for r in rows] == ["x\ud83d", "y\udc80"] and [r["run_id"] for r in rows] == ["r1", "r1"]
+    assert list(tmp_path.iterdir()) == [path]  # no temporary file left
+
+
+def test_records_appended_after_the_plan_are_migrated_not_lost(workdir, capsys):
+    run_id, results = old_run(workdir)
+    (change,) = [migrate.plan_run(run) for run in migrate.eval_runs(["old"])]
+    with results.open("a") as f:  # the run was still going: one more record lands before the rewrite
+        f.write(lines([{**RECORDS[0], "id": "q3"}]))
+    migrate.apply(change)
+    assert [json.loads(line)["id"] for line in results.read_text().splitlines()] == ["q1", "q2", "q3"]
+    assert all(json.loads(line)["trajectory"]["method"] == "eir" for line in results.read_text().splitlines())
+
+
+def test_a_tag_no_rule_can_migrate_is_named_and_left_and_the_rest_migrate(workdir, capsys):
+    run_id, _ = old_run(workdir)
+    with mlflow.start_run(run_name="a method gone") as bad:
+        mlflow.set_tags({tracking.CONFIG_TAG: json.dumps({**OLD_TAG, "method": "gone"})})
+    assert migrate.main(["--backup", str(workdir / "backup")]) == 1
+    err = capsys.readouterr().err
+    assert f"run {bad.info.run_id} (a method gone) left as it is:" in err
+    assert json.loads(mlflow.get_run(bad.info.run_id).data.tags[tracking.CONFIG_TAG])["method"] == "gone"
+    assert mlflow.get_run(run_id).data.tags["variant"] == "eir invalid_updates=reject"  # the others migrated
+
+
+def test_an_existing_backup_folder_is_refused_before_anything_is_written(workdir):
+    run_id, results = old_run(workdir)
+    (workdir / "backup").mkdir()
+    with pytest.raises(SystemExit, match="backup folder .* exists"):
+        migrate.main(["--backup", str(workdir / "backup")])
+    assert results.read_text() == lines(RECORDS)

@@ -401,3 +401,15 @@ def test_a_finished_cell_with_failed_questions_is_resumed(workdir, monkeypatch, 
     grid_command.main(["grid.toml"])
     (again,) = grid_runs()
     assert again.info.run_id == first.info.run_id and again.data.metrics["failed_questions"] == 0
+
+
+def test_a_finished_run_with_an_earlier_versions_tag_is_named_with_the_way_out():
+    from types import SimpleNamespace
+
+    from eval.grid.runner import cell_state
+    from eval.runs.errors import RunError
+
+    run = SimpleNamespace(info=SimpleNamespace(run_id="r9", run_name="eir / hotpotqa / m", status="FINISHED"),
+                          data=SimpleNamespace(metrics={}, tags={tracking.CONFIG_TAG: json.dumps({"method": "eir", "n": 5})}))
+    with pytest.raises(RunError, match=r"run r9 \(eir / hotpotqa / m\): eir.config tag: missing key .*migrate it first"):
+        cell_state(SimpleNamespace(n=5), [run])

@@ -4,6 +4,7 @@ read), and the names a run is known by (label, variant, sweep, run name), worked
 naming rules."""
 
 import json
+import re
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -211,3 +212,15 @@ def test_a_grid_cell_is_the_config_its_command_line_makes(tmp_path, monkeypatch)
     assert (started.method, started.budget, started.n, started.seed, started.lm.max_tokens, dict(started.options)) == \
         ("ssr", 4, 2, 4, 256, {"verifier_temperature": 0.7, "votes": 2})
     assert started == run_config(run_module.parse_args(argv))  # the same run on the command line
+
+
+@pytest.mark.parametrize("given, named", [({"budget": 0}, "--budget must be a positive integer, got 0"),
+                                          ({"n": -1}, "--limit must be a positive integer, got -1"),
+                                          ({"setting": "corpus", "futile_searches": "bogus"},
+                                           "unknown --futile-searches 'bogus'; choose one of run, reject")])
+def test_a_config_refuses_a_value_no_run_can_have_however_it_is_made(given, named):
+    with pytest.raises(RunError, match=re.escape(named)):
+        RunConfig(**given)
+    tag = {**RunConfig().to_dict(), **given}
+    with pytest.raises(RunError, match=re.escape(named)):
+        RunConfig.from_dict(tag)
