@@ -1,13 +1,11 @@
 """Runs started together on a fresh MLflow store (eval/runs/tracking.py: store_lock, setup), and a
 failing run's message counting every question that failed (eval/runs/scheduler.py)."""
 
-import json
 import os
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import mlflow
@@ -16,6 +14,7 @@ import pytest
 from eval.runs import tracking
 from eval.runs.scheduler import FailureWatch, Stop, run_all
 from tests.fake_openai import FakeOpenAI, eir_reply
+from tests.fixtures.served_runs import write_questions
 
 ROOT = Path(__file__).resolve().parents[3]
 BAD_KEY = {"error": "LMAuthError: Incorrect API key provided", "error_type": "LMAuthError"}
@@ -24,21 +23,9 @@ BAD_KEY = {"error": "LMAuthError: Incorrect API key provided", "error_type": "LM
 # ---------------------------------------------------------------- a fresh store, two runs at once
 
 
-def write_questions(path: Path, n: int = 2) -> None:
-    nonce = uuid.uuid4().hex[:8]  # a fresh prompt: DSPy's response cache cannot answer it
-    with open(path, "w") as f:
-        for i in range(n):
-            f.write(json.dumps({
-                "id": f"q{i}", "question": f"Where is fort number {i} ({nonce})?", "answer": "Varn", "type": "bridge",
-                "supporting_facts": {"title": [f"Fort {i}"], "sent_id": [0]},
-                "context": {"title": [f"Fort {i}", f"Other {i}"],
-                            "sentences": [[f"Fort {i} is in Varn."], ["Nothing here."]]},
-            }) + "\n")
-
-
 @pytest.mark.slow  # two eval.run subprocesses, a loopback server
 def test_two_runs_started_at_once_on_a_fresh_sqlite_store_both_finish(tmp_path):
-    write_questions(tmp_path / "data.jsonl")
+    write_questions(tmp_path / "data.jsonl", n=2)  # fresh prompts: DSPy's response cache cannot answer them
     uri = f"sqlite:///{tmp_path}/new.db"  # no such file yet: the first process to open it creates it
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_TRACKING_URI": uri, "OPENAI_API_KEY": "sk-fake",
            "DSPY_CACHEDIR": str(tmp_path / "dspy_cache")}
