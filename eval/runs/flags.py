@@ -206,9 +206,9 @@ def validation_message(exc: pydantic.ValidationError) -> str:
     """A pydantic error as one line naming the key (its path, e.g. `methods[1].budgets[0]`): the first error."""
     error = exc.errors()[0]
     loc, value, kind = [p for p in error["loc"] if p != "[key]"], error.get("input"), error["type"]
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+    where = _key_path(loc)
     if kind in ("missing", "extra_forbidden"):
-        parent = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc[:-1]).lstrip(".")
+        parent = _key_path(loc[:-1])
         what = "missing required key" if kind == "missing" else "unknown key"
         return f"{parent}: {what} {loc[-1]!r}" if parent else f"{what} {loc[-1]!r}" + (
             " at the top level" if kind == "extra_forbidden" else "")
@@ -225,3 +225,8 @@ def validation_message(exc: pydantic.ValidationError) -> str:
     if kind == "literal_error":
         return f"{where}: unknown value {value!r}; choose one of {error['ctx']['expected']}"
     return f"{where} {message}" if message.startswith("must") else f"{where}: {message}, got {value!r}"
+
+
+def _key_path(loc: list) -> str:
+    """A pydantic location as the grid file names it: `methods[1].budgets[0]`."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
