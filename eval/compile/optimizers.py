@@ -47,7 +47,8 @@ class Settings:
         keep = {"labeled": ("max_labeled_demos",),
                 "bootstrap": ("max_bootstrapped_demos", "max_labeled_demos", "metric_threshold"),
                 "gepa": ("gepa_auto", "gepa_max_metric_calls", "seed"), "none": ()}[optimizer]
-        out = {k: v for k, v in asdict(self).items() if k in keep}
+        # GEPA's seed is logged as gepa_seed: under "seed" it overwrote the question sample's --seed.
+        out = {("gepa_seed" if k == "seed" else k): v for k, v in asdict(self).items() if k in keep}
         if demos != "bootstrap":
             from eval.compile.gold_demos import GOLD_DEMO_PARAMS
 

@@ -33,7 +33,7 @@ from eval.files.program_file import ProgramFileError, check_fits, program_config
 from eval.runs.errors import RunError
 from programs import names
 from programs.options import OptionsError
-from programs.registry import CORPUS_METHODS, DEFAULT_TRIALS, DEFAULT_VOTES, METHODS
+from programs.registry import CORPUS_METHODS, METHODS
 
 DEFAULT_BUDGET = 6  # the paper's H: a variant names its H only when it differs
 DEFAULT_MAX_TOKENS = 2048
@@ -104,13 +104,13 @@ class LMConfig:
 
 
 def options_for(method: str, setting: str = "pool", *, verifier_temperature: float | None = None,
-                votes: int = DEFAULT_VOTES, trials: int = DEFAULT_TRIALS, ablation: str | None = None,
+                votes: int | None = None, trials: int | None = None, ablation: str | None = None,
                 invalid_updates: str | None = None) -> dict:
     """The method's options (its registry entry's Options) from eval.run's option flags, as the run
-    logs them; a flag of another method's option is ignored, but is a RunError when it is an ablation
-    or list-update rule. Setting-dependent defaults are resolved here, so the log holds the rule that
-    ran: the verifier temperature (D.1 / H.2) and what invalid list updates do (discard in the
-    pool, reject in the corpus setting)."""
+    logs them; a flag given (not None) for an option the method does not take is a RunError, so
+    `--method eir --votes 3` is refused rather than quietly ignored. Setting-dependent defaults are
+    resolved here, so the log holds the rule that ran: the verifier temperature (D.1 / H.2) and what
+    invalid list updates do (discard in the pool, reject in the corpus setting)."""
     takes = METHODS[method].options.names()
     if ablation is not None and "ablation" not in takes:
         raise RunError(f"--ablation is an EIR ablation; --method {method} has none")
@@ -118,7 +118,13 @@ def options_for(method: str, setting: str = "pool", *, verifier_temperature: flo
         raise RunError(f"--invalid-updates is EIR's list-update rule; --method {method} has no lists")
     given = {"verifier_temperature": verifier_temperature, "votes": votes, "trials": trials, "ablation": ablation,
              "invalid_updates": invalid_updates}
-    return _resolved(method, setting, {k: v for k, v in given.items() if k in takes and v is not None})
+    for name, value in given.items():
+        if value is not None and name not in takes:
+            flag = "--" + name.replace("_", "-")
+            raise RunError(f"{flag} is not an option of --method {method}"
+                           + (f" (its options: {', '.join('--' + t.replace('_', '-') for t in takes)})" if takes
+                              else " (it takes none)"))
+    return _resolved(method, setting, {k: v for k, v in given.items() if v is not None})
 
 
 def _resolved(method: str, setting: str, options: Mapping) -> dict:

@@ -60,8 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "rule, H.1). Default: the paper's rule for --setting. docs/methods.md: Fidelity")
     p.add_argument("--verifier-temperature", type=float, default=None,
                    help="ssr: temperature of the verifier votes (default 0.7 in the pool, 0.0 in the corpus)")
-    p.add_argument("--votes", type=positive_int, default=DEFAULT_VOTES, help="ssr: verifier judgments per step")
-    p.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS, help="reflexion: most trials per question")
+    p.add_argument("--votes", type=positive_int, default=None,
+                   help=f"ssr: verifier judgments per step (default {DEFAULT_VOTES})")
+    p.add_argument("--trials", type=positive_int, default=None,
+                   help=f"reflexion: most trials per question (default {DEFAULT_TRIALS})")
     p.add_argument("--threads", type=positive_int, default=None,
                    help=f"questions in flight; the embedded model decodes them together in one batch (default "
                         f"{EMBEDDED_THREADS} for the embedded model, by measurement: docs/lm.md, Throughput; else 1)")
