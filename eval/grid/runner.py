@@ -75,12 +75,7 @@ def cell_state(cell: Cell, runs: list, questions: int | None = None) -> CellStat
     """The cell's state from its runs; `questions`: what it runs when its file holds fewer than n (--allow-fewer)."""
     total = questions or cell.n
     finished = [r for r in runs if r.info.status == "FINISHED"]
-    if finished and finished[0].data.metrics.get("failed_questions", 0) > 0:
-        # FINISHED, but some questions ended with a provider error: --resume runs those again.
-        run = finished[0]
-        done = _questions_done(run.data.tags.get(tracking.RESULTS_TAG))
-        return CellState("resumable", run.info.run_id, min(done, total), total)
-    if finished:
+    if finished and not finished[0].data.metrics.get("failed_questions", 0) > 0:
         run = finished[0]
         try:
             ran = RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG]).n
@@ -89,8 +84,10 @@ def cell_state(cell: Cell, runs: list, questions: int | None = None) -> CellStat
         except RunError as exc:
             raise RunError(f"run {run.info.run_id} ({run.info.run_name}): {exc}") from None
         return CellState("finished", run.info.run_id, ran, ran)
-    if runs:  # KILLED, FAILED, or RUNNING (a killed process never ended it)
-        run = runs[0]
+    # FINISHED, but some questions ended with a provider error (--resume runs those again); else
+    # KILLED, FAILED, or RUNNING (a killed process never ended it).
+    if runs:
+        run = finished[0] if finished else runs[0]
         done = _questions_done(run.data.tags.get(tracking.RESULTS_TAG))
         return CellState("resumable", run.info.run_id, min(done, total), total)
     return CellState("new", None, 0, total)
@@ -183,7 +180,7 @@ def run_grid(grid: Grid, data: DataCheck | None = None) -> dict:
     try:
         failed = _run_cells(grid, states, progress, data.questions)
     except (KeyboardInterrupt, _Interrupted):
-        _end_active_run("KILLED")
+        tracking.end_run_if_active("KILLED")  # eval.run ends its own run; this only guards against one left active
         done = progress.done() if states else "nothing new done"
         _say(f"\nThe grid stopped (Ctrl-C): {done}.\nContinue it with:\n  {grid.command}", err=True)
         raise KeyboardInterrupt from None
@@ -229,7 +226,7 @@ def _run_cell(grid: Grid, cell: Cell, states: dict[int, CellState], progress: Pr
 
     before, t0 = state.done, time.perf_counter()
     outcome = _call_eval_run(start)
-    _end_active_run("KILLED" if outcome == "interrupted" else "FAILED")
+    tracking.end_run_if_active("KILLED" if outcome == "interrupted" else "FAILED")  # one left active
     states[cell.number] = after = cell_state(cell, logged_runs(grid.experiment).get(cell.key, []), questions)
     progress.add(time.perf_counter() - t0, after.done - before)
     if outcome == "interrupted":
@@ -263,12 +260,6 @@ def _how(grid: Grid, cell: Cell) -> dict:
     results go (and a corpus index is looked for; a resumed run keeps its results path) and --trace."""
     return {"experiment": grid.experiment, "out": str(cell.flags.get("out", DEFAULT_OUT)),
             "trace": bool(cell.flags.get("trace", False))}
-
-
-def _end_active_run(status: str) -> None:
-    """eval.run ends its own run; this only guards the next cell against one left active."""
-    if mlflow.active_run() is not None:
-        mlflow.end_run(status)
 
 
 def _report_failed(grid: Grid, failed: list[tuple[Cell, str]]) -> None:
