@@ -1,21 +1,7 @@
 """Running a grid's cells (eval/grid/spec.py builds them), then comparing them.
 
-Every cell is an ordinary eval.run run (in this process: `eval.runs.lifecycle.run` on the cell's
-RunConfig) in the grid's MLflow experiment, tagged `eir.grid_cell` (the cell's key) and `eir.grid` (the file's
-stem). Running the same file again continues it: a cell with a FINISHED run is skipped, a cell
-whose newest run is KILLED, FAILED or RUNNING (a killed process leaves RUNNING) is resumed as
-`--resume RUN_ID` would (so never run one grid in two processes at once), any other cell starts. When
-every cell has run, `eval.compare` prints and writes the tables and plots for the experiment.
-`--dry-run` lists the cells, their status and an upper bound on their LM calls
-(each method's call bound, programs/registry.py) and runs nothing; for a paper grid it ends with the data errors a run
-would stop on (eval/grid/paper.py).
-
-Progress: one line before and one after each cell with cells and questions done and an estimate
-of the time left (seconds per question measured in this invocation × questions left). Ctrl-C:
-eval.run saves the finished questions and ends its run KILLED; the grid starts nothing more,
-prints the command that continues it, and `python -m eval.grid` exits 130. A cell that fails
-otherwise is reported and the grid goes on; at the end the failed cells are listed and the command
-exits 1 (after comparing, when at least two finished runs exist).
+State in MLflow, resume, progress, Ctrl-C, failed cells, the comparison and --dry-run: docs/experiments.md,
+"Grids".
 """
 
 from __future__ import annotations
