@@ -141,7 +141,7 @@ def log_config(config: RunConfig) -> None:
         "engine": lm.engine if str(config.lm_name or "").startswith("local/") else None,
         "server_args": lm.server_args or None,
         "adapter": "JSONAdapter", "decoding": config.lm.decoding,
-        "endpoints": lm.endpoints,
+        "endpoints": len(lm.api_base or ()),
         "price_in": lm.price_in, "price_out": lm.price_out, **config.options,
         "setting": config.setting, "index": config.index,
         "futile_searches": config.futile_searches if config.setting == "corpus" else None,
