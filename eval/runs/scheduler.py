@@ -1,14 +1,7 @@
 """Run questions on a small thread pool and keep every finished one, whatever stops the run.
 
-- Each finished question's record is handed to `keep` at once (the runner appends it to disk).
-- At most `threads` questions are in flight: nothing is queued ahead, so stopping costs no
-  model calls beyond the questions already running.
-- Ctrl-C once: no new question starts; the running ones finish and are kept. Ctrl-C again:
-  `on_abort` runs (the runner marks the MLflow run KILLED) and the process exits at once with
-  130; every question finished before that is already on disk.
-- When the first questions to finish all failed with the same error (a bad key, an unknown
-  model), nothing new starts either: the run is failing, not unlucky. Nor after a question that
-  failed because the embedded engine itself is gone (`engine_failed`): every later one would.
+Each finished record goes to `keep` at once; at most `threads` questions are in flight; Ctrl-C, a
+failing run and a dead engine stop it: docs/experiments.md, "Runs and MLflow" (the runner).
 """
 
 from __future__ import annotations
