@@ -53,14 +53,10 @@ def setup(experiment: str) -> str:
 def use_tracking_uri() -> str:
     """$MLFLOW_TRACKING_URI, else the project's sqlite store; the store is opened (a fresh one
     created, under `store_lock`) before this returns."""
-    uri = _tracking_uri()
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
     with store_lock(uri):
         _open_store(uri)
     return uri
-
-
-def _tracking_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
 
 
 def _open_store(uri: str) -> None:
