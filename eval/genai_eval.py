@@ -2,8 +2,7 @@
 `mlflow.genai.evaluate`, so MLflow's GenAI evaluation view shows answer_f1, answer_em and support_f1
 per question. The scorers are code scorers around eval.scoring.metrics.score_question: no model is called.
 
-The evaluation is a new MLflow run (an analysis run: eval.compare skips it) beside the source run,
-linked to it by tags; the source run is not changed."""
+The evaluation is a new analysis run beside the source run: docs/experiments.md, "Traces and GenAI evaluation"."""
 
 from __future__ import annotations
 

@@ -7,14 +7,9 @@ The command line makes a `RunConfig` (eval/runs/config.py) from its flags (eval/
 
 from __future__ import annotations
 
-from eval.runs.config import RunConfig, compiled_program
 from eval.runs.errors import RunError, RunInterrupted
-from eval.runs.flags import DEFAULT_EXPERIMENT, DEFAULT_OUT, parse_args, run_config
+from eval.runs.flags import parse_args, run_config
 from eval.runs.lifecycle import run
-from programs.setting import SETTINGS
-
-__all__ = ["DEFAULT_EXPERIMENT", "DEFAULT_OUT", "SETTINGS", "RunConfig", "compiled_program", "main", "parse_args",
-           "run", "run_config"]
 
 
 def main(argv: list[str] | None = None, *, tags: dict | None = None) -> dict:

@@ -1,12 +1,7 @@
 """The offline corpus: every distinct paragraph inside the local HotpotQA files, in dump layout.
 
-No Wikipedia dump is reachable here, so the default corpus setting searches the real abstracts
-the benchmark files carry (deduplicated by title), written as a dump-format .tar.bz2 so that
-the index is built by exactly the code path a downloaded dump goes through.
-The acceptance holdout is skipped unless a caller names that file explicitly.
-It is a demo corpus: it holds every question's gold paragraphs, which the paper's 5.23M-paragraph
-corpus hides among millions, so runs log which corpus they searched (`corpus_name`) and paper
-grids refuse it (`full_corpus_problem`).
+Why, what it holds and why it is only a demo: docs/corpus.md, "The offline corpus". Runs log which
+corpus they searched (`corpus_name`) and paper grids refuse this one (`full_corpus_problem`).
 """
 
 from __future__ import annotations

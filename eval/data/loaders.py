@@ -1,30 +1,7 @@
 """Load HotpotQA, 2WikiMultiHopQA and MuSiQue-Ans dev files into `Question`s.
 
-Where the data comes from (first that applies):
-  1. `data=`: a file (any name) or a directory;
-  2. the `EIR_DATA_DIR` environment variable: a directory;
-  3. the Hugging Face hub (HotpotQA only: `hotpot_qa` / `distractor` / `validation`).
-
-In a directory the file is picked by `PREFERRED_FILES` (first match wins), looking in the
-directory itself and then in its benchmark subfolder (`BENCHMARK_DIRS`). The HotpotQA
-file `hotpot_dev_distractor.rpt_sample300_seed0.jsonl` is an acceptance holdout: it is
-never picked from a directory, only when passed as a file.
-
-A file is a JSON list of records or JSONL (one JSON object per line); anything else (one
-pretty-printed object, a scalar, an empty file) is a DataError saying what the file holds.
-The layout is detected per record from its keys:
-  - HotpotQA / 2Wiki original: `context: [[title, [sentences]]]`, `supporting_facts: [[title, i]]`
-  - HotpotQA Hugging Face: `context: {title: [...], sentences: [...]}`, dict supporting facts
-  - 2Wiki FlashRAG: `golden_answers`, `metadata: {type, supporting_facts, context}`
-  - MuSiQue-Ans original: `paragraphs: [{idx, title, paragraph_text, is_supporting}]`
-
-What is rejected (DataError naming the file and record): a record that cannot be a question
-(blank question, empty answer, no paragraphs, a paragraph with no sentences or, in MuSiQue,
-no text), a supporting fact whose title is not in the context or whose sentence index is not
-a non-negative int, and two records sharing an id. Empty sentences inside a paragraph are
-kept (real HotpotQA has " "). A supporting fact whose sentence index is past the end of its
-paragraph is kept as given, since the official scorers only compare (title, index) pairs;
-each file with such facts gets one `DataWarning` (Python `warnings`) with their count.
+Where the data comes from, the layouts read (detected per record from its keys) and what is refused
+or warned about: docs/data-and-metrics.md, "Data".
 """
 
 from __future__ import annotations
@@ -117,8 +94,8 @@ def find_file(dataset: str, directory: Path) -> Path:
 
 
 def load_file(path: str | os.PathLike, dataset: str) -> list[Question]:
-    """Every record of one file, in file order, as `Question`s. Raises DataError on what the
-    module docstring lists; warns (`DataWarning`, once) about facts past a paragraph's end."""
+    """Every record of one file, in file order, as `Question`s. Raises DataError on what
+    docs/data-and-metrics.md ("Data") lists; warns (`DataWarning`, once) about facts past a paragraph's end."""
     path = Path(path)
     if dataset not in DATASETS:
         raise DataError(f"unknown dataset {dataset!r}; expected one of {DATASETS}")
@@ -340,7 +317,7 @@ def _build(record, dataset, answer, aliases, qtype, context_pairs, fact_pairs) -
     for title, sent_id in fact_pairs:
         if not isinstance(title, str) or title not in first_title:
             raise _RecordError(f"supporting fact title {title!r} not in context")
-        # Past the paragraph's end is kept (see the module docstring); load_file warns.
+        # Past the paragraph's end is kept (the official scorers compare (title, index) pairs); load_file warns.
         if not isinstance(sent_id, int) or isinstance(sent_id, bool) or sent_id < 0:
             raise _RecordError(f"supporting fact sent_id {sent_id!r} for {title!r} is not a sentence index")
         facts.append((first_title[title], sent_id))

@@ -1,9 +1,7 @@
 """The per-question result record: `QuestionRecord`, the one typed form of a results.jsonl line.
 
 eval.runs.execute builds it; it is written as one JSON line (`row()`: the keys set) and read back
-only through `read_record`, which takes the current format only: records of earlier versions are
-rewritten once by scripts/migrate_runs.py. Fields default to None (not recorded): a failed question
-has no trajectory, a variant no run id. Analyses read fields, never guess from keys.
+only through `read_record` (the current format only: docs/experiments.md, "Runs and MLflow").
 """
 
 from __future__ import annotations

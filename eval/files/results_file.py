@@ -3,10 +3,8 @@ run can be resumed without redoing or double-counting a question. The lines are 
 (a run's: QuestionRecord.row(), carrying the run's id; eval.analyze's call logs use the same file),
 read back as records through eval.files.question_record.read_record (the current format only).
 
-A run's results file is read back as that run's records only line by line checked (`read_run_records`):
-a line that is not a record, or is another run's, is named by file and line, never silently counted.
-While a process runs a run it holds the run's lock (`ResultsFile.hold`), so two processes never run
-the same questions into one file."""
+How a run guards its file (run ids on every line, bad lines named, one process per run):
+docs/experiments.md, "Runs and MLflow"."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """`python -m eval.grid FILE.toml [--dry-run] [--allow-fewer]`: run a grid of eval.run runs in one TOML file, then compare.
 
-The file's format: eval/grid/spec.py. Running, resuming, progress, Ctrl-C, the comparison and
---dry-run: eval/grid/runner.py. What a paper grid must have (the full corpus, n questions per
-dataset unless --allow-fewer): eval/grid/paper.py.
+docs/experiments.md, "Grids"; the file's format: eval/grid/spec.py, the running: eval/grid/runner.py.
 """
 
 from __future__ import annotations

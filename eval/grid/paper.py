@@ -1,13 +1,6 @@
 """What a paper grid (`paper = true`) must have before anything runs: the paper's corpus and n questions.
 
-The corpus: the paper's corpus setting searches HotpotQA's 5.23M Wikipedia introductory
-paragraphs. Without an index eval.run builds the offline HotpotQA corpus, which holds every
-question's gold paragraphs: an easier setting. So a paper grid with corpus cells names an index
-(`index` under [run], or $EIR_INDEX_DIR) that is the full corpus, or it does not load.
-
-The questions: the paper ran n per dataset. eval.run runs all of a shorter file, so a paper grid
-counts each dataset's questions first; fewer than n is an error unless the command accepts it
-(`--allow-fewer`), and then every run logs the n it ran.
+Why each and what --allow-fewer does: docs/experiments.md, "Grids" (a paper grid).
 """
 
 from __future__ import annotations
@@ -15,32 +8,15 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Protocol
 
 from eval.data.corpus import BUILD_FULL_INDEX, full_corpus_problem
 from eval.data.loaders import DataError, DataWarning, load_file, resolve_data_file
 
-
-class PaperCell(Protocol):
-    flags: dict
-
-
-class PaperGrid(Protocol):
-    """What the paper's checks read of a grid (eval/grid/spec.py's Grid is one; naming it here would
-    make the two modules import each other)."""
-    path: Path
-    paper: bool
-    n: int
-    datasets: list[str]
-    cells: list[PaperCell]
-
-    def data_path(self, dataset: str) -> str | None: ...
-
 ALLOW_FEWER = "--allow-fewer"
 
 
-def corpus_problem(grid: PaperGrid) -> str | None:
+# `grid` below is eval/grid/spec.py's Grid, unnamed: spec.py imports this module.
+def corpus_problem(grid) -> str | None:
     """Why the grid's corpus cells would not search the paper's corpus (None when they would)."""
     env = os.environ.get("EIR_INDEX_DIR")
     for cell in grid.cells:
@@ -69,7 +45,7 @@ class DataCheck:
     notes: list[str] = field(default_factory=list)
 
 
-def check_questions(grid: PaperGrid, allow_fewer: bool = False) -> DataCheck:
+def check_questions(grid, allow_fewer: bool = False) -> DataCheck:
     """Count the questions of the file each dataset's cells read; fewer than n is an error unless
     `allow_fewer`. Only for paper grids (others run as eval.run does: all of a shorter file)."""
     check = DataCheck()

@@ -1,21 +1,7 @@
 """Running a grid's cells (eval/grid/spec.py builds them), then comparing them.
 
-Every cell is an ordinary eval.run run (in this process: `eval.runs.lifecycle.run` on the cell's
-RunConfig) in the grid's MLflow experiment, tagged `eir.grid_cell` (the cell's key) and `eir.grid` (the file's
-stem). Running the same file again continues it: a cell with a FINISHED run is skipped, a cell
-whose newest run is KILLED, FAILED or RUNNING (a killed process leaves RUNNING) is resumed as
-`--resume RUN_ID` would (so never run one grid in two processes at once), any other cell starts. When
-every cell has run, `eval.compare` prints and writes the tables and plots for the experiment.
-`--dry-run` lists the cells, their status and an upper bound on their LM calls
-(each method's call bound, programs/registry.py) and runs nothing; for a paper grid it ends with the data errors a run
-would stop on (eval/grid/paper.py).
-
-Progress: one line before and one after each cell with cells and questions done and an estimate
-of the time left (seconds per question measured in this invocation × questions left). Ctrl-C:
-eval.run saves the finished questions and ends its run KILLED; the grid starts nothing more,
-prints the command that continues it, and `python -m eval.grid` exits 130. A cell that fails
-otherwise is reported and the grid goes on; at the end the failed cells are listed and the command
-exits 1 (after comparing, when at least two finished runs exist).
+State in MLflow, resume, progress, Ctrl-C, failed cells, the comparison and --dry-run: docs/experiments.md,
+"Grids".
 """
 
 from __future__ import annotations
@@ -75,12 +61,7 @@ def cell_state(cell: Cell, runs: list, questions: int | None = None) -> CellStat
     """The cell's state from its runs; `questions`: what it runs when its file holds fewer than n (--allow-fewer)."""
     total = questions or cell.n
     finished = [r for r in runs if r.info.status == "FINISHED"]
-    if finished and finished[0].data.metrics.get("failed_questions", 0) > 0:
-        # FINISHED, but some questions ended with a provider error: --resume runs those again.
-        run = finished[0]
-        done = _questions_done(run.data.tags.get(tracking.RESULTS_TAG))
-        return CellState("resumable", run.info.run_id, min(done, total), total)
-    if finished:
+    if finished and not finished[0].data.metrics.get("failed_questions", 0) > 0:
         run = finished[0]
         try:
             ran = RunConfig.from_tag(run.data.tags[tracking.CONFIG_TAG]).n
@@ -89,8 +70,10 @@ def cell_state(cell: Cell, runs: list, questions: int | None = None) -> CellStat
         except RunError as exc:
             raise RunError(f"run {run.info.run_id} ({run.info.run_name}): {exc}") from None
         return CellState("finished", run.info.run_id, ran, ran)
-    if runs:  # KILLED, FAILED, or RUNNING (a killed process never ended it)
-        run = runs[0]
+    # FINISHED, but some questions ended with a provider error (--resume runs those again); else
+    # KILLED, FAILED, or RUNNING (a killed process never ended it).
+    if runs:
+        run = finished[0] if finished else runs[0]
         done = _questions_done(run.data.tags.get(tracking.RESULTS_TAG))
         return CellState("resumable", run.info.run_id, min(done, total), total)
     return CellState("new", None, 0, total)
@@ -183,7 +166,7 @@ def run_grid(grid: Grid, data: DataCheck | None = None) -> dict:
     try:
         failed = _run_cells(grid, states, progress, data.questions)
     except (KeyboardInterrupt, _Interrupted):
-        _end_active_run("KILLED")
+        tracking.end_run_if_active("KILLED")  # eval.run ends its own run; this only guards against one left active
         done = progress.done() if states else "nothing new done"
         _say(f"\nThe grid stopped (Ctrl-C): {done}.\nContinue it with:\n  {grid.command}", err=True)
         raise KeyboardInterrupt from None
@@ -229,7 +212,7 @@ def _run_cell(grid: Grid, cell: Cell, states: dict[int, CellState], progress: Pr
 
     before, t0 = state.done, time.perf_counter()
     outcome = _call_eval_run(start)
-    _end_active_run("KILLED" if outcome == "interrupted" else "FAILED")
+    tracking.end_run_if_active("KILLED" if outcome == "interrupted" else "FAILED")  # one left active
     states[cell.number] = after = cell_state(cell, logged_runs(grid.experiment).get(cell.key, []), questions)
     progress.add(time.perf_counter() - t0, after.done - before)
     if outcome == "interrupted":
@@ -263,12 +246,6 @@ def _how(grid: Grid, cell: Cell) -> dict:
     results go (and a corpus index is looked for; a resumed run keeps its results path) and --trace."""
     return {"experiment": grid.experiment, "out": str(cell.flags.get("out", DEFAULT_OUT)),
             "trace": bool(cell.flags.get("trace", False))}
-
-
-def _end_active_run(status: str) -> None:
-    """eval.run ends its own run; this only guards the next cell against one left active."""
-    if mlflow.active_run() is not None:
-        mlflow.end_run(status)
 
 
 def _report_failed(grid: Grid, failed: list[tuple[Cell, str]]) -> None:

@@ -1,60 +1,7 @@
 """The grid file: one TOML file naming a grid of eval.run runs, read and checked into cells.
 
-Nothing here runs anything or reads MLflow (eval/grid/runner.py does). The file (every key below
-is checked before anything runs; an unknown key is an error):
-
-    experiment = "paper-main"   # MLflow experiment of every cell (required)
-    paper = true                # optional, default false: the grid reproduces the paper, so it refuses an
-                                #   easier setting (eval/grid/paper.py): corpus cells need the full corpus
-                                #   index, and each dataset's file n questions (else --allow-fewer)
-    reference = "eir"           # variant the comparison uses as its reference (optional, default "eir")
-    n = 1000                    # questions per cell: eval.run --limit (required)
-    seed = 0                    # eval.run --seed (optional, default 0)
-    datasets = ["hotpotqa", "2wiki", "musique"]   # eval.run --dataset values (required)
-    lms = ["openai/gpt-4.1-mini", "anthropic/claude-haiku-4-5"]   # eval.run --lm values (required); an item
-                                #   may instead be a table of the LM and eval.run flags for its cells only:
-                                #   { lm = "anthropic/claude-haiku-4-5", decoding = "free" } (flags as in [run])
-    budgets = [6]               # eval.run --budget values, H (optional, default [6])
-    [data]                      # optional, per dataset: a file or directory for eval.run --data;
-    hotpotqa = "hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl"  # relative: against $EIR_DATA_DIR
-                                #   (the current directory when it is unset); must exist before a run starts
-    [run]                       # optional: eval.run flags for every cell, named without `--`
-    max_tokens = 256            #   (max_tokens or max-tokens; e.g. decoding, setting, threads, temperature;
-                                #   a switch like trace takes true/false; not method or a method option)
-    [[methods]]                 # one entry per condition (at least one)
-    method = "eir"              #   required: an eval.run --method
-    budgets = [4, 6, 8, 10]     #   optional: replaces the grid's budgets for this entry
-    ablation = "repair"         #   any other eval.run flag (ablation, votes, verifier_temperature,
-                                #   trials, setting, decoding, ...); overrides [run] and the LM's flags
-    program = "runs/compiled/gepa.json"   # optional: a compiled program (eval.compile) for this method;
-                                #   relative to the current directory; its variant is `eir compiled=<name>`
-    [[families]]                # optional: Holm families for eval.compare --families (ΔF1 = first − second)
-    name = "h_sweep"            #   required
-    compare = [["eir H=4", "eir"], ["eir H=8", "eir"]]   # required: pairs of variants the grid runs
-    per_column = false          #   optional: one Holm family per (dataset, LM) column
-    per_pair = false            #   optional: one Holm family per pair, over the columns
-    size = 4                    #   optional: the paper's comparisons per Holm family (missing ones count as p = 1)
-
-A cell's flags are [run]'s, then its LM's (an `lms` table), then its [[methods]] entry's; a later
-one wins. Flags the grid sets itself (experiment, limit, seed, lm, dataset, budget, data, resume)
-may not appear in [run], an LM's table or [[methods]]; method, the method options (ablation,
-votes, verifier_temperature, trials) and program only in [[methods]]; a program file must exist and
-have been compiled for the entry's method and options. A method option the method does not take
-(`votes` for eir, an ablation of a method without ablations), a corpus setting for a method or
-dataset without one, a data file that is the HotpotQA acceptance holdout, an LM named twice, and
-two entries giving the same cell are errors. Family and reference names are variants
-(eval.runs.config.RunConfig.variant: `eir`, `eir H=8`, `eir no-list-feedback`, `ssr votes=3 T=0.7`,
-`reflexion_oracle trials=5`, `eir_corpus`, `eir decoding=free` for a decoding other than the LM's
-default, ...) and must be ones the grid runs.
-
-Cells are methods × datasets × lms × budgets (the entry's, else the grid's), in that order (entry
-order first, then dataset, LM, budget). A cell's key is the canonical JSON of its eval.run flags
-without the experiment: method, dataset, lm, budget, limit and seed always; --data as the file
-writes it; any other flag (from [run], the LM's table or the entry) when it differs from
-eval.run's default (a method option by the value eval.run resolves, so `votes = 3` or
-`verifier_temperature = 0.7` on a pool ssr entry is the same cell as neither); "corpus": "full"
-for a paper grid's corpus cells (a demo run on the offline corpus is never one of them); never threads,
-request_timeout, trace or out, which change how a run runs, not what it measures.
+Nothing here runs anything or reads MLflow (eval/grid/runner.py does). The file's keys, the rules a
+cell's flags follow, the errors, and what a cell's key holds: docs/experiments.md, "Grids".
 """
 
 from __future__ import annotations
@@ -374,7 +321,7 @@ def _cell(grid: Grid, number: int, entry: int, method: str, flags: dict, dataset
 
 
 def _key(grid: Grid, flags: dict, given: dict, config: RunConfig) -> str:
-    """The cell's key: what the run measures, as canonical JSON (see the module docstring)."""
+    """The cell's key: what the run measures, as canonical JSON (docs/experiments.md, "Grids")."""
     key = {name: given[name] for name in ("method", "dataset", "lm", "budget", "limit", "seed")} | {"rules": RULES}
     if grid.data.get(config.dataset) is not None:
         key["data"] = grid.data[config.dataset]

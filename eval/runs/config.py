@@ -1,17 +1,12 @@
 """The run condition: one frozen `RunConfig` for everything an eval.run run is (method, data, LM, budget, ...).
 
-`python -m eval.run` and eval.grid build it from eval.run's flags (eval/runs/flags.py: `run_config`),
-eval.run's `run(config)` runs it and logs it as the `eir.config` tag (`to_tag`), and the runs read
-back from MLflow carry it again (`from_tag`: eval.runs.logged_runs, eval.analyze). The names a run is
-known by are computed here only: `label` (the method label, with its setting and decoding),
-`variant` (what comparisons pair by), `sweep` (the variant without H) and `run_name`.
+How it is built, tagged and read back, and the names it gives a run: docs/experiments.md, "Runs and
+MLflow".
 
 A config is first a request (what the flags ask for) and, once `run()` has started it, the condition
 that ran: `run()` resolves the data file, the corpus index, the threads, the decoding (None: the
 LM's default), the LM's logged name, the method label and n (the questions the file held), each by
-`dataclasses.replace`. A tag is always written from a resolved config. A config checks itself as it
-is made (`__post_init__`); what is wrong is a RunError. `from_dict` reads the tag `to_dict` writes
-and nothing else: tags of earlier versions are rewritten by the migration script first.
+`dataclasses.replace`. A tag is always written from a resolved config.
 """
 
 from __future__ import annotations
@@ -94,10 +89,6 @@ class LMConfig:
         """(the decoding a run on the built `lm` decodes under, the LM's default decoding)."""
         default = default_decoding(lm, self.is_local)
         return self.engine_decoding or default, default
-
-    @property
-    def endpoints(self) -> int:
-        return len(self.api_base or ())
 
 
 # ---------------------------------------------------------------- the method
@@ -322,7 +313,5 @@ class RunConfig:
 
 
 # The eir.config tag's keys, in the order `to_dict` writes them (and those it writes only when set).
-TAG_KEYS = ["method", "dataset", "data_file", "n", "seed", "lm_model", "lm_path", "api_base", "price_in", "price_out",
-            "temperature", "max_tokens", "decoding", "request_timeout", "budget", "threads", "engine", "server_args",
-            "options", "setting", "index", "futile_searches", "lm", "default_decoding", "label"]
+TAG_KEYS = list(RunConfig().to_dict())
 _OPTIONAL_TAG_KEYS = ["program", "corpus", "corpus_paragraphs"]

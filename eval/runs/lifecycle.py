@@ -1,10 +1,7 @@
 """One whole run: `run(config)` starts it (or resumes a killed one), runs its questions, scores them and
 logs it all to MLflow. `python -m eval.run` calls it with the config its flags make; eval.grid calls
-it once per cell, and a notebook with a RunConfig of its own.
-
-Why not dspy.Evaluate: each finished question must be written to disk at once (resume), each
-question needs its own LM copy (exact per-call accounting), and a failed question must keep its
-error in the record. A small thread pool over `run_question` does exactly that.
+it once per cell, and a notebook with a RunConfig of its own. Why a small thread pool over
+`run_question` (eval/runs/scheduler.py), not dspy.Evaluate: docs/experiments.md, "Runs and MLflow".
 """
 
 from __future__ import annotations
@@ -76,13 +73,10 @@ def _run(config: RunConfig | None, held: ExitStack, uri: str, *, experiment: str
         config = tracking.saved_config(resume_id)
     elif config is None:
         raise ValueError("run() needs a RunConfig, or a run id to resume")
-    else:
-        try:
-            data_file = resolve_data_file(config.dataset, config.data_file)
-        except DataError as exc:
-            raise RunError(str(exc)) from None
-        config = replace(config, data_file=data_file and str(data_file))
     try:
+        if not resume_id:
+            data_file = resolve_data_file(config.dataset, config.data_file)
+            config = replace(config, data_file=data_file and str(data_file))
         questions = load_questions(config.dataset, config.data_file, limit=config.n, seed=config.seed)
     except DataError as exc:
         raise RunError(str(exc)) from None

@@ -114,21 +114,16 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
             continue
         if tracking.CONFIG_TAG not in run.data.tags:
             raise SelectionError(f"{label} was not made by eval.run (no {tracking.CONFIG_TAG} tag)")
-        if stopped and run.info.status == "KILLED":
-            records = _finished_so_far(run)
-            if records:
-                logged = load_run(run, records)  # names the run if its tag is not today's
-                notes.append(f"included {label}: stopped (KILLED) after {len(records)} of its {logged.config.n} "
-                             "questions; compared on the questions both runs of a pair finished")
-                if not methods or logged.variant in methods or logged.label in methods:
-                    loaded.append(logged)
-                continue
-        if run.info.status != "FINISHED":
+        records = _finished_so_far(run) if stopped and run.info.status == "KILLED" else None
+        if not records and run.info.status != "FINISHED":
             why = run.data.tags.get(tracking.FAILURE_TAG)
             notes.append(f"skipped {label}: status {run.info.status}" + (f": {why}" if why else "")
                          + f" (finish it with `python -m eval.run --resume {run.info.run_id}`)")
             continue
-        logged = load_run(run)
+        logged = load_run(run, records)  # names the run if its tag is not today's
+        if records:
+            notes.append(f"included {label}: stopped (KILLED) after {len(records)} of its {logged.config.n} "
+                         "questions; compared on the questions both runs of a pair finished")
         if methods and logged.variant not in methods and logged.label not in methods:
             continue
         loaded.append(logged)

@@ -1,14 +1,7 @@
 """Run questions on a small thread pool and keep every finished one, whatever stops the run.
 
-- Each finished question's record is handed to `keep` at once (the runner appends it to disk).
-- At most `threads` questions are in flight: nothing is queued ahead, so stopping costs no
-  model calls beyond the questions already running.
-- Ctrl-C once: no new question starts; the running ones finish and are kept. Ctrl-C again:
-  `on_abort` runs (the runner marks the MLflow run KILLED) and the process exits at once with
-  130; every question finished before that is already on disk.
-- When the first questions to finish all failed with the same error (a bad key, an unknown
-  model), nothing new starts either: the run is failing, not unlucky. Nor after a question that
-  failed because the embedded engine itself is gone (`engine_failed`): every later one would.
+Each finished record goes to `keep` at once; at most `threads` questions are in flight; Ctrl-C, a
+failing run and a dead engine stop it: docs/experiments.md, "Runs and MLflow" (the runner).
 """
 
 from __future__ import annotations
@@ -28,16 +21,48 @@ FAILING_AFTER = 3
 
 @dataclass
 class Stop:
-    """Why a run ended before every question was run (both None: it was not stopped)."""
+    """Every finished question of a part, and why the run ended before every question was run
+    (`interrupted` False and `failing` None: it was not stopped). Questions that finish after the run
+    was found failing are counted too, so the message that stops it counts them all."""
 
+    total: int = 0  # questions this part will run
     interrupted: bool = False
     failing: str | None = None  # the error the first questions of this part all failed with
-    failed: int = 0  # how many questions of this part failed, whatever their error: every one, to the end
     engine_failed: bool = False  # the embedded engine died (failing is its error)
-    ran: int = 0  # how many questions of this part finished (failed or not)
-    succeeded: int = 0  # how many of them succeeded (questions running when the run was found failing)
-    same: int = 0  # how many failed with the error type of `failing`
+    errors: list[str] = field(default_factory=list)  # the error of each question that failed
+    types: list[str] = field(default_factory=list)  # their `error_type`s, as eval.runs.execute records them
+    succeeded: int = 0  # how many questions of this part succeeded
+    failing_type: str | None = None
     failing_after: int = 0  # how many had finished, all failed alike, when the run was found failing
+
+    @property
+    def failed(self) -> int:
+        """How many questions of this part failed, whatever their error: every one, to the end."""
+        return len(self.errors)
+
+    @property
+    def ran(self) -> int:
+        """How many questions of this part finished (failed or not)."""
+        return len(self.errors) + self.succeeded
+
+    @property
+    def same(self) -> int:
+        """How many failed with the error type of `failing`."""
+        return sum(t == self.failing_type for t in self.types) if self.failing_after else 0
+
+    def add(self, record: dict) -> str | None:
+        """Count `record`; the repeated error once the run is evidently failing (from then on,
+        on every later call too), else None."""
+        if record.get("error") is None:
+            self.succeeded += 1
+        else:
+            self.errors.append(record["error"])
+            self.types.append(record["error_type"])
+        if self.failing is None and not self.succeeded:
+            needed = min(FAILING_AFTER, self.total)
+            if len(self.errors) >= needed and len(set(self.types)) == 1:
+                self.failing, self.failing_type, self.failing_after = self.errors[0], self.types[0], len(self.errors)
+        return self.failing
 
     @property
     def message(self) -> str | None:
@@ -60,41 +85,6 @@ class Stop:
 
 def _questions(n: int, article: str = "") -> str:
     return f"{article + ' ' if article else ''}{n} question{'' if n == 1 else 's'}"
-
-
-@dataclass
-class FailureWatch:
-    """Every finished question of a part: whether its first ones say the run is failing, and how
-    many failed (or succeeded) after that, so the message that stops the run counts them all."""
-
-    total: int  # questions this part will run
-    errors: list[str] = field(default_factory=list)  # the error of each question that failed
-    types: list[str] = field(default_factory=list)  # their `error_type`s, as eval.runs.execute records them
-    succeeded: int = 0
-    failing: str | None = None  # set once the run is evidently failing
-    failing_type: str | None = None
-    failing_after: int = 0  # questions finished when it was found failing
-
-    def add(self, record: dict) -> str | None:
-        """Count `record`; the repeated error once the run is evidently failing (from then on,
-        on every later call too), else None."""
-        if record.get("error") is None:
-            self.succeeded += 1
-        else:
-            self.errors.append(record["error"])
-            self.types.append(record["error_type"])
-        if self.failing is None and not self.succeeded:
-            needed = min(FAILING_AFTER, self.total)
-            if len(self.errors) >= needed and len(set(self.types)) == 1:
-                self.failing, self.failing_type, self.failing_after = self.errors[0], self.types[0], len(self.errors)
-        return self.failing
-
-    def count(self, stop: Stop) -> None:
-        """Copy the counts into `stop` (the failing error of an engine that died stays `stop`'s)."""
-        stop.failing = stop.failing or self.failing
-        stop.failed, stop.succeeded, stop.ran = len(self.errors), self.succeeded, len(self.errors) + self.succeeded
-        stop.same = sum(t == self.failing_type for t in self.types) if self.failing else 0
-        stop.failing_after = self.failing_after
 
 
 class Interrupts:
@@ -137,8 +127,7 @@ def run_all(todo: Iterable, run_one: Callable[[object], dict], keep: Callable[[d
     """Run `run_one` on each item of `todo`, `threads` at a time, handing each record to `keep`."""
     pending = iter(todo)
     running: set = set()
-    watch = FailureWatch(total)
-    stop = Stop()
+    stop = Stop(total)
     with ThreadPoolExecutor(max_workers=threads) as pool, Interrupts(on_abort, lambda: len(running)) as interrupts:
 
         def fill() -> None:
@@ -161,8 +150,7 @@ def run_all(todo: Iterable, run_one: Callable[[object], dict], keep: Callable[[d
                 keep(record)
                 if record.get("engine_failed") and not stop.engine_failed:
                     stop.engine_failed, stop.failing = True, record["error"]
-                watch.add(record)  # every record, also once the run is failing: its message counts them all
-                watch.count(stop)
+                stop.add(record)  # every record, also once the run is failing: its message counts them all
             fill()
     stop.interrupted = interrupts.requested
     return stop

@@ -1,10 +1,8 @@
 """`eval.run --trace`: one MLflow trace per question, scored, with DSPy's autolog on only for the
 runs that ask for it.
 
-Each question is one root span; with `mlflow.dspy.autolog()` on, the program's module, adapter and
-LM calls nest under it. The trace is linked to the run and tagged with the run and question ids, and
-carries the question's scores (eval.scoring.metrics) as CODE feedback and the gold answer and supporting
-facts as expectations, so MLflow's trace and GenAI evaluation views show F1/EM/support F1 per question.
+What a trace holds (spans, tags, scores as feedback, expectations): docs/experiments.md, "Traces and
+GenAI evaluation".
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import logging
 import os
@@ -14,6 +15,7 @@ import mlflow
 
 from eval.runs.config import RunConfig
 from eval.runs.errors import RunError
+from programs.registry import METHODS
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 CONFIG_TAG = "eir.config"
@@ -42,9 +44,8 @@ def setup(experiment: str) -> str:
     """Open the tracking store (`use_tracking_uri`) and make `experiment` the active one, creating
     it if it does not exist yet. Safe when several processes start at once on a fresh store: a
     local store is created, and the experiment made, by one process at a time (`store_lock`)."""
-    uri = _tracking_uri()
+    uri = use_tracking_uri()
     with store_lock(uri):
-        _open_store(uri)
         _activate_experiment(experiment)
     return uri
 
@@ -52,14 +53,10 @@ def setup(experiment: str) -> str:
 def use_tracking_uri() -> str:
     """$MLFLOW_TRACKING_URI, else the project's sqlite store; the store is opened (a fresh one
     created, under `store_lock`) before this returns."""
-    uri = _tracking_uri()
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
     with store_lock(uri):
         _open_store(uri)
     return uri
-
-
-def _tracking_uri() -> str:
-    return os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
 
 
 def _open_store(uri: str) -> None:
@@ -111,12 +108,8 @@ def store_lock(uri: str):
     own `db_init_lock-*` files), so every spelling of one store's URI takes the same lock. Nothing is
     locked for a remote store, or where a lock file cannot be made (then it is as before)."""
     path = store_path(uri)
-    try:
-        import fcntl
-    except ImportError:  # not a POSIX system
-        fcntl = None
     fd = None
-    if path is not None and fcntl is not None:
+    if path is not None:
         digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
         try:
             fd = os.open(Path(tempfile.gettempdir()) / f"eir-dspy-mlflow-store-{digest}.lock",
@@ -132,13 +125,6 @@ def store_lock(uri: str):
             os.close(fd)  # releases the lock
 
 
-def acceptance(method: str) -> str | None:
-    """The method's parse rule (eir_dspy/acceptance.py): which outputs it accepts is a condition of the run."""
-    from programs.registry import METHODS
-
-    return METHODS[method].acceptance if method in METHODS else None
-
-
 def log_config(config: RunConfig) -> None:
     """Params named the same for every method, so MLflow's compare view lines runs up; the config
     itself as the eir.config tag (eval/runs/config.py names the run: label, variant)."""
@@ -151,22 +137,18 @@ def log_config(config: RunConfig) -> None:
         "engine": lm.engine if str(config.lm_name or "").startswith("local/") else None,
         "server_args": lm.server_args or None,
         "adapter": "JSONAdapter", "decoding": config.lm.decoding,
-        "endpoints": lm.endpoints,
+        "endpoints": len(lm.api_base or ()),
         "price_in": lm.price_in, "price_out": lm.price_out, **config.options,
         "setting": config.setting, "index": config.index,
         "futile_searches": config.futile_searches if config.setting == "corpus" else None,
         "corpus": config.corpus, "corpus_paragraphs": config.corpus_paragraphs,
-        "acceptance": acceptance(config.method),
-        **program_params(config),
+        # The method's parse rule (eir_dspy/acceptance.py): which outputs it accepts is a condition of the run.
+        "acceptance": METHODS[config.method].acceptance,
+        # A compiled program's file and sha256 (eval.run --program); nothing for a zero-shot run.
+        **({"program_file": config.program.path, "program_sha256": config.program.sha256} if config.program else {}),
     })
     mlflow.set_tags({CONFIG_TAG: config.to_tag(), "method": config.label, "variant": config.variant,
                      "dataset": config.dataset, "lm": config.lm_name})
-
-
-def program_params(config: RunConfig) -> dict:
-    """A compiled program's file and sha256 (eval.run --program); nothing for a zero-shot run."""
-    program = config.program
-    return {"program_file": program.path, "program_sha256": program.sha256} if program else {}
 
 
 def resumable_run(run_id: str) -> str:
@@ -227,7 +209,7 @@ def mark_failed(message: str) -> None:
 
 
 def log_variant(config: RunConfig, parent_id: str, records: list[dict], metrics: dict[str, float],
-                results_path: str, warnings: list | None = None) -> str:
+                results_path: str, warnings: list) -> str:
     """Log (or, after a resume, re-log) a variant of `parent_id` (its config labelled as the variant,
     e.g. reflexion_first) as its own run, found again by tag."""
     name = config.label
@@ -241,8 +223,7 @@ def log_variant(config: RunConfig, parent_id: str, records: list[dict], metrics:
         if run_id is None:
             log_config(config)
         log_results(records, metrics, results_path)
-        if warnings is not None:
-            log_warnings(warnings)
+        log_warnings(warnings)
         return run.info.run_id
 
 

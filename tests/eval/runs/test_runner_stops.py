@@ -13,7 +13,7 @@ import eval.run as run_module
 from eval.files.results_file import wall_time
 from eval.runs import tracking
 from eval.runs.logged_runs import select_runs
-from eval.runs.scheduler import FailureWatch
+from eval.runs.scheduler import Stop
 from tests.fake_openai import FakeOpenAI, eir_reply
 from tests.fixtures.served_runs import (
     N,
@@ -114,19 +114,19 @@ def test_a_failed_run_is_skipped_by_comparisons_with_its_reason(workdir):
     assert len(runs) == 1 and any("status FAILED" in n and "does not exist" in n for n in notes)
 
 
-def test_failure_watch_needs_the_same_error_and_no_success():
-    watch = FailureWatch(total=10)
+def test_a_run_is_failing_only_on_the_same_error_and_no_success():
+    watch = Stop(total=10)
     bad_key = {"error": "LMAuthError: bad key", "error_type": "LMAuthError"}
     assert watch.add(bad_key) is None
     assert watch.add(bad_key) is None
     assert watch.add(bad_key) == "LMAuthError: bad key"
-    mixed = FailureWatch(total=10)
+    mixed = Stop(total=10)
     for e in ["LMAuthError: x", "LMServerError: y", "LMAuthError: x"]:
         assert mixed.add({"error": e, "error_type": e.split(":")[0]}) is None
-    lucky = FailureWatch(total=10)
+    lucky = Stop(total=10)
     lucky.add({"error": None})
     assert all(lucky.add({"error": "LMAuthError: x", "error_type": "LMAuthError"}) is None for _ in range(5))
-    small = FailureWatch(total=1)
+    small = Stop(total=1)
     assert small.add({"error": "LMUnsupportedModelError: no such model", "error_type": "LMUnsupportedModelError"}) is not None
 
 

@@ -12,7 +12,7 @@ import mlflow
 import pytest
 
 from eval.runs import tracking
-from eval.runs.scheduler import FailureWatch, Stop, run_all
+from eval.runs.scheduler import Stop, run_all
 from tests.fake_openai import FakeOpenAI, eir_reply
 from tests.fixtures.served_runs import write_questions
 
@@ -98,34 +98,29 @@ def test_an_experiment_made_meanwhile_by_another_run_is_read_again_and_made_acti
 
 
 def test_the_watch_keeps_counting_once_the_run_is_failing():
-    watch, stop = FailureWatch(total=12), Stop()
+    stop = Stop(total=12)
     for _ in range(3):
-        watch.add(BAD_KEY)
-    watch.count(stop)
+        stop.add(BAD_KEY)
     assert stop.failing == BAD_KEY["error"] and stop.failed == 3 and stop.failing_after == 3
     for _ in range(3):  # the questions still running when it was found failing
-        assert watch.add(BAD_KEY) == BAD_KEY["error"]
-    watch.count(stop)
+        assert stop.add(BAD_KEY) == BAD_KEY["error"]
     assert (stop.failed, stop.same, stop.ran, stop.succeeded) == (6, 6, 6, 0)
     assert stop.message == ("the 6 questions run failed with the same error and none succeeded: "
                             "LMAuthError: Incorrect API key provided")
 
 
 def test_the_message_says_what_the_running_questions_did_after():
-    watch, stop = FailureWatch(total=12), Stop()
+    stop = Stop(total=12)
     for record in [BAD_KEY] * 4 + [{"error": None}, {"error": "LMServerError: 502", "error_type": "LMServerError"}]:
-        watch.add(record)
-    watch.count(stop)
+        stop.add(record)
     assert stop.message == ("the first 3 questions to finish failed with the same error and none succeeded "
                             "(5 of the 6 run failed, 4 with that error, 1 succeeded): "
                             "LMAuthError: Incorrect API key provided")
-    one = Stop()
-    small = FailureWatch(total=1)
-    small.add(BAD_KEY)
-    small.count(one)
+    one = Stop(total=1)
+    one.add(BAD_KEY)
     assert one.message == "the 1 question run failed with the same error and none succeeded: " + BAD_KEY["error"]
     assert Stop().message is None
-    engine = Stop(failing="EngineDied: exit 9", engine_failed=True, failed=1)
+    engine = Stop(failing="EngineDied: exit 9", engine_failed=True, errors=["EngineDied: exit 9"])
     assert engine.message == "the embedded engine stopped serving: EngineDied: exit 9"
 
 
