@@ -6,7 +6,6 @@ State in MLflow, resume, progress, Ctrl-C, failed cells, the comparison and --dr
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 import mlflow
 
 from eval.compare.families import FamilyError
-from eval.files.question_record import RecordError, read_record
+from eval.files.results_file import read_run_records
 from eval.grid.paper import DataCheck
 from eval.grid.spec import Cell, Grid, check_data
 from eval.runs import lifecycle, tracking
@@ -74,23 +73,18 @@ def cell_state(cell: Cell, runs: list, questions: int | None = None) -> CellStat
     # KILLED, FAILED, or RUNNING (a killed process never ended it).
     if runs:
         run = finished[0] if finished else runs[0]
-        done = _questions_done(run.data.tags.get(tracking.RESULTS_TAG))
+        done = _questions_done(run.data.tags.get(tracking.RESULTS_TAG), run.info.run_id)
         return CellState("resumable", run.info.run_id, min(done, total), total)
     return CellState("new", None, 0, total)
 
 
-def _questions_done(path: str | None) -> int:
-    """Questions whose latest record in a results file has no error (a resume runs the others again)."""
+def _questions_done(path: str | None, run_id: str) -> int:
+    """Questions whose latest record of this run in its results file has no error: what a resume
+    keeps (it runs the others again, and never counts another run's lines or a torn one)."""
     if not path or not Path(path).is_file():
         return 0
-    latest = {}
-    for line in Path(path).read_text(errors="replace").splitlines():
-        try:
-            record = read_record(json.loads(line))
-        except (json.JSONDecodeError, RecordError):
-            continue  # a torn last line
-        latest[record.id] = record.error is None
-    return sum(latest.values())
+    records = read_run_records(Path(path).read_text(errors="replace"), {run_id}).records
+    return sum(row.get("error") is None for row in records.values())
 
 
 def finished_method_runs(experiment: str) -> int:

@@ -13,6 +13,7 @@ import pytest
 import eval.compare.comparison as comparison
 import eval.grid as grid_module
 import eval.grid.__main__ as grid_command
+import eval.grid.runner as runner
 import eval.runs.lifecycle as lifecycle
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.runs import tracking
@@ -112,6 +113,11 @@ def test_a_killed_cell_is_resumed_as_the_same_run(workdir, monkeypatch, compared
     saved = Path(killed.data.tags[tracking.RESULTS_TAG]).read_text().splitlines()
     assert 1 <= len(saved) < N
     assert compared == []  # nothing is compared after an interrupt
+    # The saved count is what a resume keeps: another run's line and a torn last line are not this run's.
+    foreign = json.loads(saved[0]) | {"run_id": first.info.run_id, "id": "another-question"}
+    copy = Path("copy.jsonl")
+    copy.write_text("\n".join(saved + [json.dumps(foreign)]) + '\n{"id": "torn')
+    assert runner._questions_done(str(copy), killed.info.run_id) == len(saved)
 
     grid_command.main(["grid.toml", "--dry-run"])
     dry = capsys.readouterr().out
