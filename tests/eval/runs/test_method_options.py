@@ -16,10 +16,12 @@ def config(*flags: str):
 
 
 @pytest.mark.parametrize(("flags", "message"), [
-    (["--method", "eir", "--votes", "3"], "--votes is not an option of --method eir (its options: --ablation, --invalid-updates)"),
+    (["--method", "eir", "--votes", "3"],
+     "--votes is not an option of --method eir (its options: --ablation, --invalid-updates)"),
     (["--method", "direct", "--trials", "2"], "--trials is not an option of --method direct (it takes none)"),
     (["--method", "full_pool", "--verifier-temperature", "0.5"], "--verifier-temperature is not an option of --method full_pool"),
-    (["--method", "ssr", "--trials", "2"], "--trials is not an option of --method ssr (its options: --verifier-temperature, --votes)"),
+    (["--method", "ssr", "--trials", "2"],
+     "--trials is not an option of --method ssr (its options: --verifier-temperature, --votes)"),
     (["--method", "reflexion", "--votes", "5"], "--votes is not an option of --method reflexion (its options: --trials)"),
 ])
 def test_an_option_of_another_method_is_refused_naming_it(flags, message):
