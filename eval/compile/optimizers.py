@@ -72,8 +72,7 @@ def default_name(optimizer: str, demos: str) -> str:
 
 
 def compile_program(student: dspy.Module, optimizer: str, demos: str, trainset: list, valset: list,
-                    settings: Settings, budget: int, ledger: Ledger, reflection: dspy.BaseLM | None = None,
-                    info: dict | None = None) -> dspy.Module:
+                    settings: Settings, budget: int, ledger: Ledger, info: dict | None = None) -> dspy.Module:
     """The compiled program: demos per predictor, trimmed to its signature's fields, in the form a
     saved file loads back (so the prompts before saving and after loading are the same). `info`
     receives what the run should log (gold questions skipped, GEPA's metric-call budget)."""
@@ -86,7 +85,7 @@ def compile_program(student: dspy.Module, optimizer: str, demos: str, trainset: 
         feedback = _OneQuestionHistory(FeedbackMetric(settings.metric))
         budget_kw = ({"max_metric_calls": settings.gepa_max_metric_calls} if settings.gepa_max_metric_calls
                      else {"auto": settings.gepa_auto})
-        gepa = dspy.GEPA(metric=feedback, reflection_lm=reflection_lm(reflection or dspy.settings.lm, ledger),
+        gepa = dspy.GEPA(metric=feedback, reflection_lm=reflection_lm(dspy.settings.lm, ledger),
                          num_threads=1, component_selector=UsedRoundRobin(student), seed=settings.seed,
                          **budget_kw)
         compiled = gepa.compile(student, trainset=trainset, valset=valset)
