@@ -44,12 +44,7 @@ def f1_precision_recall(prediction: str, gold: str) -> tuple[float, float, float
     pred, ref = normalize_answer(prediction), normalize_answer(gold)
     if (pred in _SPECIAL or ref in _SPECIAL) and pred != ref:
         return 0.0, 0.0, 0.0
-    pred_tokens, ref_tokens = pred.split(), ref.split()
-    common = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
-    if common == 0:
-        return 0.0, 0.0, 0.0
-    precision, recall = common / len(pred_tokens), common / len(ref_tokens)
-    return 2 * precision * recall / (precision + recall), precision, recall
+    return _overlap(pred.split(), ref.split())
 
 
 def token_f1(prediction: str, gold: str) -> float:
@@ -63,11 +58,16 @@ def squad_f1(prediction: str, gold: str) -> float:
     pred_tokens, ref_tokens = normalize_answer(prediction).split(), normalize_answer(gold).split()
     if not pred_tokens or not ref_tokens:
         return float(pred_tokens == ref_tokens)
+    return _overlap(pred_tokens, ref_tokens)[0]
+
+
+def _overlap(pred_tokens: list[str], ref_tokens: list[str]) -> tuple[float, float, float]:
+    """Token (F1, precision, recall) of the shared tokens, as every script computes it; 0 with none shared."""
     common = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
     if common == 0:
-        return 0.0
+        return 0.0, 0.0, 0.0
     precision, recall = common / len(pred_tokens), common / len(ref_tokens)
-    return 2 * precision * recall / (precision + recall)
+    return 2 * precision * recall / (precision + recall), precision, recall
 
 
 def max_over_answers(fn: Callable[[str, str], float], prediction: str, answers: Sequence[str]) -> float:
