@@ -1,10 +1,6 @@
-"""What the recovery experiments (F.2-F.4) share: which runs they apply to, the model calls they
-add (made like the source run's, counted like any call, kept in a call log so a killed analysis
-resumes without repeating one), and the tables they report.
-
-Call logs live at OUT/call_logs/<source run id>/<step>.jsonl, one line per question, outside any
-one analysis run: rerunning an analysis (or another analysis needing the same step, as F.2 and
-F.3 share their control) reuses every call already made. Each line keeps its calls' accounting.
+"""What the recovery experiments (F.2-F.4) share: which runs they apply to, the model calls they add
+(made like the source run's, counted like any call, kept in a resumable call log:
+docs/experiments.md, "Analyses of recorded runs", Model calls) and the tables they report.
 """
 
 from __future__ import annotations
