@@ -1,12 +1,6 @@
 """`python -m eval.compile`: compile a method's program with a DSPy optimizer, save it, log it to MLflow.
 
-One MLflow run (tag eir.kind=compile) holds the optimizer and its settings (params), the score on
-the training and dev questions before and after (the program scored after is the one loaded back
-from the saved file; `--score` chooses the splits, `none` skips it), the compile's own calls by
-role, tokens, cost and time, and the program file (artifact; its path and sha256 as params).
-`python -m eval.run --program FILE` runs the file. A compile that needs no model (`--optimizer
-none` or `labeled` with `--score none`) starts no engine, so it can be made while another job
-holds the embedded model.
+What the compile logs, and which compiles start no engine: docs/experiments.md, "Compiling a program".
 """
 
 from __future__ import annotations

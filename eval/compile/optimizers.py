@@ -1,10 +1,5 @@
-"""DSPy's own optimizers on a project program, and where its demonstrations come from.
-
---optimizer: `labeled` (dspy.LabeledFewShot), `bootstrap` (dspy.BootstrapFewShot), `gepa`
-(dspy.GEPA, instructions) or `none`. --demos: `bootstrap`, the optimizer's own demos; `gold`, the
-gold episodes of eval/compile/gold_demos.py (no model call); `both`, gold first, then the
-optimizer's. GEPA rewrites instructions only: with gold demos they are installed first, so every
-candidate it scores carries them. MIPROv2 is not offered: it needs optuna, which is no dependency.
+"""DSPy's own optimizers on a project program, and where its demonstrations come from (--optimizer,
+--demos: docs/experiments.md, "Compiling a program").
 
 The optimizer runs one question at a time (num_threads=1), in this thread: the ledger
 (eir_dspy.accounting) is a context variable and each call's entries are read off the LM's history,

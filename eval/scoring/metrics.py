@@ -1,16 +1,5 @@
-"""Per-question scores by the rules of each benchmark's official evaluation script.
-
-Written from the scripts' definitions (no code copied):
-  - hotpotqa, `hotpot_evaluate_v1.py`: token F1 with the yes/no/noanswer rule and EM against
-    the one gold answer (no aliases); supporting-fact P/R/F1/EM over (title, sentence) pairs;
-    joint EM/F1 from the products of answer and support precision and recall.
-  - 2wiki, `2wikimultihop_evaluate_v1.1.py`: the same answer rules, each maxed over the answer
-    and its aliases; supporting facts compared with titles lowercased. Its joint metrics also
-    need predicted evidence triples, which this project does not make, so there is no joint.
-  - musique, `metrics/answer.py` + `metrics/support.py`: SQuAD token F1 and EM (no yes/no rule;
-    two answers that both normalize to nothing agree), maxed over the answer and its aliases;
-    support P/R/F1/EM over paragraph indices. No joint.
-
+"""Per-question scores by the rules of each benchmark's official evaluation script, written from the
+scripts' definitions (no code copied); the rules per benchmark: docs/data-and-metrics.md, "Metrics".
 Per-question scores are on a 0..1 scale; `aggregate` reports means on a 0..100 scale.
 """
 
