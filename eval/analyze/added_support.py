@@ -1,10 +1,5 @@
 """F.2 (Table 16, "added support"): would the EIR errors with incomplete evidence be right if the
-missing supporting paragraphs were added?
-
-For each EM error whose evidence missed an annotated supporting paragraph, the missing ones are
-appended (whole, in pool order) to the recorded evidence and EIR's final call is rerun: same
-signature, evidence format and LM settings, nothing else in the prompt (no earlier answer, no lists).
-The control reruns the final call on the unchanged evidence as a fresh model call.
+missing supporting paragraphs were added? The arms and the control: docs/experiments.md, "Analyses of recorded runs".
 """
 
 from __future__ import annotations

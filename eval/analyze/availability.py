@@ -1,11 +1,6 @@
-"""F.1 (Table 15, Figure 3): were the wrong answers missing evidence?
-
-An EM error has complete evidence when every annotated supporting paragraph was among the
-paragraphs the run read (Full Pool reads them all), else incomplete. Per run: the errors, the
-incomplete share with a Wilson 95% interval, and the incomplete errors by how many supporting
-paragraphs they missed (one, two, three or more); with more than one run, a last row pools every
-run's questions, as the paper's pooled rows do. The split is eval.compare.error_analysis.evidence_availability,
-the one computation of Figure 3 (eval.compare's evidence availability is the same).
+"""F.1 (Table 15, Figure 3): were the wrong answers missing evidence? Per run (and pooled), the EM errors
+with complete and incomplete evidence, split by Figure 3's one computation,
+eval.compare.error_analysis.evidence_availability (docs/experiments.md, "Analyses of recorded runs").
 """
 
 from __future__ import annotations
@@ -41,11 +36,11 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         rows.append(_row(evidence_availability(pooled_run(ordered)), report))
     head = ["method", "dataset", "LM", "n", "EM errors", "complete", "incomplete", "incomplete %", "95% CI (Wilson)",
             "missing 1", "missing 2", "missing 3+"]
-    report.tables["table15_availability.md"] = (
-        "# Table 15: evidence availability of EM errors (F.1)\n\n" + markdown(head, rows) + "\n\n"
+    report.table(
+        "table15_availability.md", "Table 15: evidence availability of EM errors (F.1)", markdown(head, rows),
         "An error is *complete* when every annotated supporting paragraph was read before answering, "
         "*incomplete* otherwise; 'missing k' counts incomplete errors by the supporting paragraphs never read. "
-        f"{POOLED}: every run's questions pooled (its interval over the pooled errors).\n")
+        f"{POOLED}: every run's questions pooled (its interval over the pooled errors).")
     report.plots.append(availability_shares(shares, out / "fig3_availability.png"))
     return report
 

@@ -1,14 +1,5 @@
-"""Table 21: how many calls come after the support was already read?
-
-Support is complete at the turn whose read first covers the last annotated supporting paragraph
-not yet read. Each turn records `calls_made`, the question's LM calls when its action ran; the
-read follows at once, so the calls after support are the record's `lm_calls[calls_made:]`
-(EIR's remaining turns and final call, a Direct-style agent's later turns, ...), counted by role.
-Reflexion: support counts within one trial, as the paper's "at least one Reflexion trial reads every
-paragraph": each trial starts with nothing read (a paragraph read in an earlier trial does not
-count), and the calls after are every call after the first trial's turn that completed it (the
-rest of that trial, its reflection, later trials). Questions whose support no trial (or episode)
-read in full are counted apart.
+"""Table 21: how many calls come after the support was already read? Counted by role from each turn's
+`calls_made`; for Reflexion, support counts within one trial (NOTE, and docs/experiments.md, "Analyses of recorded runs").
 """
 
 from __future__ import annotations
@@ -88,7 +79,6 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
                            **{f"calls_after_support_{r}": v for r, v in by_role.items()}})
     head = ["method", "dataset", "LM", "n", "support read", "never read", "calls after/q",
             *(f"{r}/q" for r in roles), "% of calls"]
-    report.tables["table21_calls_after_support.md"] = (
-        "# Table 21: LM calls made after every supporting paragraph was first read\n\n" + markdown(head, rows)
-        + "\n\n" + NOTE + "\n")
+    report.table("table21_calls_after_support.md",
+                 "Table 21: LM calls made after every supporting paragraph was first read", markdown(head, rows), NOTE)
     return report

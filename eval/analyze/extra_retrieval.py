@@ -1,16 +1,7 @@
 """F.4 (Table 17): would one more, model-chosen retrieval step help without knowing about a failure?
-
-For every question of an EIR run, one `select` call (question, sentences read, unread titles) may
-pick no title or one or two; after a successful read EIR's final call reruns once on the evidence
-already read plus the new paragraphs, otherwise the recorded answer stands and no further call is
-made (F.4 says so; F.3 differs: eval/analyze/model_selected.py). One select/read round, as F.4
-describes it; `calls added/q` is what that protocol costs here.
-
-The paper's count of added calls (10,841 over 6,000 questions, 1.81 a question) is not reproducible
-from the protocol it describes: one select call per question plus one final call per question that
-read more is at most 6,000 + 2,915 = 8,915 (1.49 a question), since only 2,915 questions asked for
-more. The analysis keeps the described protocol and reports its own count; it does not try to match
-the paper's.
+One optional select/read round on every question; with nothing read the recorded answer stands
+(docs/experiments.md, "Analyses of recorded runs"). The paper's count of added calls is not reproducible
+from its protocol (PAPER_CALLS_NOTE).
 """
 
 from __future__ import annotations

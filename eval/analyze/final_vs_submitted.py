@@ -1,14 +1,6 @@
-"""H.4: does EIR's final call beat the answer the agent submitted during retrieval?
-
-EIR's retrieval loop ends with a submit action carrying an answer, which EIR then discards: the
-final call answers again from the question and the evidence alone. Per EIR run, on the questions
-with an accepted non-empty submission, both answers are scored by the run's official scorer and
-paired: Answer F1 of each with ΔF1 = final − submitted (paired bootstrap), EM of each, the
-questions the final call made exact that the submission was not (gained) and the reverse (lost),
-with exact McNemar; and per question on F1, the final call's wins, losses and ties with the mean
-gain over the wins and the mean loss over the losses. Questions without an accepted submit
-(forced end), with an empty submitted
-answer, or that failed before the episode was recorded are excluded and counted.
+"""H.4: does EIR's final call beat the answer the agent submitted during retrieval? Both answers
+scored on the questions with an accepted non-empty submission, the rest counted as excluded
+(docs/experiments.md, "Analyses of recorded runs").
 """
 
 from __future__ import annotations
@@ -111,15 +103,16 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
     head = ["method", "dataset", "LM", "n", "eligible", "forced", "empty", "failed", "F1 submitted", "F1 final",
             "ΔF1 final − submitted [95% CI]", "p", "EM submitted", "EM final", "EM gained", "EM lost", "McNemar p",
             "F1 wins / losses / ties", "mean gain", "mean loss"]
-    report.tables["h4_final_vs_submitted.md"] = (
-        "# H.4: the final call's answer vs the answer submitted during retrieval\n\n" + markdown(head, rows) + "\n\n"
+    report.table(
+        "h4_final_vs_submitted.md", "H.4: the final call's answer vs the answer submitted during retrieval",
+        markdown(head, rows),
         "Eligible: questions whose episode ended with an accepted submit carrying a non-empty answer; "
         "*forced* ended without one, *empty* submitted an empty answer, *failed* raised before the episode "
         "was recorded. Both answers are scored by the dataset's official rules on the eligible questions "
         f"(0-100). ΔF1: paired bootstrap ({context.resamples} resamples, seed {context.seed}). EM gained: the "
         "final answer exact and the submitted one not; lost: the reverse; exact McNemar on those. F1 wins / "
         "losses / ties: questions whose final answer scored a higher / lower / the same F1 than the submitted one; "
-        "mean gain: the mean F1 points gained over the wins; mean loss: the mean F1 points lost over the losses.\n")
+        "mean gain: the mean F1 points gained over the wins; mean loss: the mean F1 points lost over the losses.")
     return report
 
 

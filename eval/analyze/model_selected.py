@@ -1,14 +1,6 @@
 """F.3 (Table 16, "model-selected"): after a known failure, can the model find the missing evidence itself?
-
-For the same questions as F.2 (EM errors with incomplete evidence; the labels choose them and never
-reach the model), one `select` call sees the question, the sentences already read and the unread
-titles and must pick one or two titles; they are read and EIR's final call reruns once, over the
-evidence already read plus the new paragraphs (one select/read round). A pick that matches no
-unread title (one already read, one not in the pool) reads nothing; when nothing is read (that, or
-an unparseable selection) the final call still runs, once, on the unchanged evidence, and its answer
-is scored: F.3 says the final call then uses the evidence, with no exception for a failed read, and
-one of its 174 exact matches followed no successful read. Such calls are counted apart (the reads
-table's "final call on unchanged evidence") and among the calls the analysis added.
+One select/read round on F.2's questions (docs/experiments.md, "Analyses of recorded runs"); a selection that reads nothing still
+reruns the final call on the unchanged evidence (docs/methods.md, Fidelity 7a).
 """
 
 from __future__ import annotations

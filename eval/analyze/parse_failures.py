@@ -1,26 +1,6 @@
-"""C.2: how much do outputs that could not be read explain?
-
-An output is unreadable when it could not be read in the method's required answer format:
-- methods that answer by a submit (Direct, SSR, Reflexion's last trial): the episode ended with no
-  accepted submit AND its last turn was rejected because the output could not be parsed (not JSON,
-  text around the JSON object, which these methods do not accept, a missing field or wrong type,
-  no action, otherwise unusable). A forced end after parsed but
-  invalid actions (a read with no read left, ...) is a wrong answer, not a parse failure.
-- methods with a final answer call (EIR, Full Pool): the final call's output failed to parse.
-Questions that raised before an output was recorded are counted apart and are neither.
-
-Two choices, named in the output (params `counting` and `json_only_fences`, and the table's note):
-- counting: C.2 gives a share of each method's "responses" without saying which. The main share is
-  per question, of the output the method is scored on (above); beside it, the share per output: every
-  action turn's output (all of Reflexion's trials) plus, for EIR and Full Pool, the final call's.
-- fences: H.4 says Direct and Reflexion accept only JSON, and is silent on a Markdown code fence
-  around the object. The runs read such a fence as text around the object (`not_json_only`, counted
-  here as unreadable): eir_dspy/acceptance.py's default reading.
-
-Per run: the unreadable share with a Wilson 95% interval. Then every EIR-family run against every
-other (non-EIR) run of the same column (dataset, LM, setting, decoding), re-compared on the shared
-questions where both outputs were readable: ΔF1 = EIR − baseline (paired bootstrap CI and p) and
-exact McNemar on EM.
+"""C.2: how much do outputs that could not be read explain? Per run, the share of questions whose scored
+output was unreadable; then each EIR-family run re-compared with each other run of its column on the
+questions both read. The rules and the two choices (counting, code fences): docs/experiments.md, "Analyses of recorded runs".
 """
 
 from __future__ import annotations
@@ -102,8 +82,9 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
                            "unparseable_outputs": bad, "outputs": made, "unparseable_output_share": per_output})
     head = ["method", "dataset", "LM", "n", "failed", "unreadable", "unreadable %", "95% CI (Wilson)",
             "unparseable outputs / outputs", "% of outputs"]
-    report.tables["c2_parse_failures.md"] = (
-        "# C.2: outputs that could not be read in the required answer format\n\n" + markdown(head, rows) + "\n\n"
+    report.table(
+        "c2_parse_failures.md", "C.2: outputs that could not be read in the required answer format",
+        markdown(head, rows),
         "Unreadable: submit methods (Direct, SSR, Reflexion's last trial) ended with no accepted submit after a "
         "last turn whose output could not be parsed (not JSON, text around the JSON object, missing field, wrong "
         "type, no action, unusable); "
@@ -111,12 +92,12 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         "recorded; the share is of the other questions. Counting (a choice: C.2 does not say what a 'response' is): "
         "the unreadable share is per question, of the output the method is scored on; 'unparseable outputs / "
         "outputs' counts every action turn's output (all trials) plus the final call's, for the other reading. "
-        f"Code fences (a choice: H.4 is silent): {FENCES}.\n")
-    report.tables["c2_readable_comparison.md"] = _comparisons(runs, statuses, keys, context, report)
+        f"Code fences (a choice: H.4 is silent): {FENCES}.")
+    _comparisons(runs, statuses, keys, context, report)
     return report
 
 
-def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Context, report: Report) -> str:
+def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Context, report: Report) -> None:
     """Every EIR-family run against each non-EIR run of its column, on the questions both read."""
     rows, empty = [], 0
     for eir in sorted(filter(is_eir, runs), key=lambda r: (r.dataset, r.lm, r.variant)):
@@ -146,15 +127,18 @@ def _comparisons(runs: list[LoggedRun], statuses: dict, keys: dict, context: Con
     if empty:
         report.notes.append(f"{empty} of the {len(rows)} pairs had no shared question with both outputs readable "
                             "(– in the comparison table)")
+    title = "C.2: EIR re-compared on the questions where both outputs were readable"
     if not rows:
-        return "# C.2: EIR re-compared on the questions where both outputs were readable\n\n(no EIR-family run " \
-               "with a non-EIR run of the same dataset, LM, setting and decoding)\n"
+        report.table("c2_readable_comparison.md", title, "(no EIR-family run with a non-EIR run of the same dataset, "
+                     "LM, setting and decoding)")
+        return
     head = ["EIR", "baseline", "dataset", "LM", "shared", "both readable", "ΔF1 all shared",
             "ΔF1 both readable [95% CI]", "p", "EM b / c", "McNemar p"]
-    return ("# C.2: EIR re-compared on the questions where both outputs were readable\n\n" + markdown(head, rows)
-            + "\n\nΔF1 = EIR − baseline (Answer F1, 0-100), on the shared questions where neither output was "
-            f"unreadable nor failed; paired bootstrap ({context.resamples} resamples, seed {context.seed}). "
-            "'ΔF1 all shared': the same difference on every shared question, for contrast. McNemar: exact two-sided "
-            "on EM; b = only the baseline exact, c = only EIR exact. Pairs: each EIR-family run with each non-EIR "
-            "run of the same dataset, LM, setting and decoding.\n")
+    report.table(
+        "c2_readable_comparison.md", title, markdown(head, rows),
+        "ΔF1 = EIR − baseline (Answer F1, 0-100), on the shared questions where neither output was "
+        f"unreadable nor failed; paired bootstrap ({context.resamples} resamples, seed {context.seed}). "
+        "'ΔF1 all shared': the same difference on every shared question, for contrast. McNemar: exact two-sided "
+        "on EM; b = only the baseline exact, c = only EIR exact. Pairs: each EIR-family run with each non-EIR "
+        "run of the same dataset, LM, setting and decoding.")
 

@@ -1,10 +1,6 @@
-"""What the recovery experiments (F.2-F.4) share: which runs they apply to, the model calls they
-add (made like the source run's, counted like any call, kept in a call log so a killed analysis
-resumes without repeating one), and the tables they report.
-
-Call logs live at OUT/call_logs/<source run id>/<step>.jsonl, one line per question, outside any
-one analysis run: rerunning an analysis (or another analysis needing the same step, as F.2 and
-F.3 share their control) reuses every call already made. Each line keeps its calls' accounting.
+"""What the recovery experiments (F.2-F.4) share: which runs they apply to, the model calls they add
+(made like the source run's, counted like any call, kept in a resumable call log:
+docs/experiments.md, "Analyses of recorded runs", Model calls) and the tables they report.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ from eval.files.results_file import ResultsFile
 from eval.runs import tracking
 from eval.runs.logged_runs import LoggedRun, SelectionError
 from eval.runs.scheduler import run_all
-from eval.scoring.formatting import interval, markdown, pct
+from eval.scoring.formatting import fmt_p, interval, markdown, pct
 from eval.scoring.metrics import score_question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 from programs import names
@@ -190,7 +186,7 @@ def conversion_rows(x: Rerun, context: Context, report: Report, analysis: str) -
         boot = paired_bootstrap([100 * f for f in before_f1], [100 * f for f in after_f1], context.resamples,
                                 context.seed)
         rows.append([*run_cells(x.run), arm, str(len(x.records)), f"{conv.k} ({pct(conv.share)})",
-                     f"[{pct(conv.low)}, {pct(conv.high)}]", f"{vs.b} / {vs.c}", _p(vs.p),
+                     f"[{pct(conv.low)}, {pct(conv.high)}]", f"{vs.b} / {vs.c}", fmt_p(vs.p, 2),  # 2 * 0.5^335 is about 3e-101
                      f"{100 * mean(before_f1):.1f}", f"{100 * mean(after_f1):.1f}", interval(boot)])
         report.keyed(f"{analysis}/{arm}/{x.run.variant}/{x.run.dataset}/{x.run.lm}", {
             "conversions": conv.k, "conversion_share": conv.share, "f1_before": 100 * mean(before_f1),
@@ -231,9 +227,3 @@ def calls_row(run: LoggedRun, step: str, entries: list[dict]) -> list[str]:
     return [*run_cells(run), step, str(len(entries)), str(added["calls"]), roles,
             f"{added['prompt_tokens']:,}", f"{added['completion_tokens']:,}",
             "unknown" if added["cost_usd"] is None else f"{added['cost_usd']:.4f}"]
-
-
-def _p(p: float) -> str:
-    """A p-value readable at the paper's sizes (2 * 0.5^335 is about 3e-101)."""
-    return f"{p:.4f}" if p >= 1e-4 else f"{p:.2e}"
-

@@ -1,10 +1,5 @@
-"""Table 22: why actions were rejected.
-
-Every rejected turn records a machine-readable cause (eir_dspy.rejection, and the accounting
-layer's UnusableOutput causes for outputs that could not be used at all). Per run, the rejected
-actions by cause category, as counts and as a share of the recorded actions: every action turn of
-every trial (the records' `turns`), which excludes reflection and final calls, since those are not
-turns. Full Pool makes no action turn and is left out.
+"""Table 22: why actions were rejected, per run by cause category, as a share of the recorded action
+turns (docs/experiments.md, "Analyses of recorded runs").
 """
 
 from __future__ import annotations
@@ -75,8 +70,8 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
             report.notes.append(f"{run.run_id} ({run.name}): 'other' holds "
                                 + ", ".join(f"{c} {k}" for c, k in sorted(other.items())))
     head = ["method", "dataset", "LM", "n", "actions", *COLUMNS, "rejected"]
-    report.tables["table22_rejections.md"] = (
-        "# Table 22: rejected actions by cause\n\n" + markdown(head, rows) + "\n\n"
+    report.table(
+        "table22_rejections.md", "Table 22: rejected actions by cause", markdown(head, rows),
         "Each cell: rejected actions (% of the run's actions). Actions: every action turn of every trial "
         "(reflection and final calls are not actions). Unparseable output: not JSON, text around the JSON object "
         "(methods that accept JSON only), or otherwise unusable; missing field or wrong type: includes an output "
@@ -85,7 +80,7 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         "entry that does not exist, a corpus read of an id no search returned; other: empty answer, read "
         "with every paragraph read, empty search, search in the distractor setting, a non-submit on the "
         "corpus setting's submit-only last turn, a repair ablation's self-dependency, and older runs' undivided "
-        "invalid_action.\n")
+        "invalid_action.")
     return report
 
 

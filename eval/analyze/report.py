@@ -47,6 +47,10 @@ class Report:
         """Metrics `<name>/<key>` (key: what the numbers are of, e.g. method/dataset/lm)."""
         self.metrics.update({f"{name}/{key}": v for name, v in values.items()})
 
+    def table(self, file: str, title: str, body: str, note: str = "") -> None:
+        """A markdown file: `# title`, the body (a table), then the note under it if there is one."""
+        self.tables[file] = f"# {title}\n\n{body}" + (f"\n\n{note}" if note else "") + "\n"
+
     def skipped(self, run: LoggedRun, why: str) -> None:
         self.notes.append(f"skipped {run.run_id} ({run.name}): {why}")
 
@@ -70,6 +74,11 @@ def one_or_all(values: set[str]) -> str:
 def run_cells(run: LoggedRun) -> list[str]:
     """A table row's first cells: method, dataset and LM (without its provider)."""
     return [run.variant, run.dataset, short_lm(run.lm)]
+
+
+def base_label(run: LoggedRun) -> str:
+    """The method label without the corpus suffix and decoding (a column or row holds the setting)."""
+    return run.label.split(" ", 1)[0].removesuffix("_corpus")
 
 
 def run_key(run: LoggedRun, taken: set[str]) -> str:

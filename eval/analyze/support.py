@@ -1,26 +1,13 @@
-"""Tables 5 and 8: EIR's Exact Match and supporting facts against the agents it is compared with.
-
-Per (dataset, LM) column, paired by question id:
-- Table 5 (C.1), EIR − Direct: answer Exact Match (the record's `em`, the benchmark's normalized
-  match) of both with the exact two-sided McNemar test on the questions only one answers exactly
-  (the EM test of 4.4, as in D.3/Table 7), and Support F1 with a paired bootstrap interval and p.
-- Table 8 (D.4), EIR − each agent (Agentic SSR, oracle-stopped Reflexion, Reflexion's first trial):
-  Support F1 with a paired bootstrap interval, p Holm-adjusted per baseline over its columns (the
-  paper's six dataset × LM columns; here every column with both runs). Answer EM against these agents
-  is Table 7's (eval.compare).
-Both tables add Support EM (every supporting sentence cited, nothing else: the record's `sp_em`) of
-both runs with its own exact McNemar test, as an extra beside the paper's columns.
-
-Runs are told apart by their method label (a corpus run's `_corpus` and a decoding suffix aside: the
-setting is part of the column); an EIR ablation is not EIR. One run per label and column: the newest,
-the others named in the notes.
+"""Tables 5 and 8: EIR's Exact Match and supporting facts against the agents it is compared with, per
+(setting, dataset, LM) column, paired by question id; Support EM beside both as an extra
+(docs/experiments.md, "Analyses of recorded runs").
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from eval.analyze.report import Context, Report
+from eval.analyze.report import Context, Report, base_label
 from eval.compare.pairs import QuestionSetMismatch, paired_ids, records_by_id
 from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun, SelectionError
@@ -45,11 +32,6 @@ EM_KEY = "em"  # Table 5's EM: answer Exact Match after the benchmark's normaliz
 SUPPORT_EM_KEY = "sp_em"  # the extra column: Support EM (every supporting sentence cited, nothing else)
 
 Column = tuple[str, str, str]  # (setting, dataset, LM)
-
-
-def base_label(run: LoggedRun) -> str:
-    """The method label without the corpus suffix and decoding (the column holds the setting)."""
-    return run.label.split(" ", 1)[0].removesuffix("_corpus")
 
 
 def column_of(run: LoggedRun) -> Column:
@@ -114,8 +96,8 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
                      number(sp_em)])
         report.keyed(f"{label}/{'/'.join(column)}", {"em": em, "support_f1": mean, "support_em": sp_em,
                                                      "n": len(run.records)})
-    report.tables["support_f1_runs.md"] = ("# Exact Match, Support F1 and Support EM of each run\n\n" + markdown(
-        ["column", "method", "run", "n", "EM", "Support F1", "Support EM"], rows) + "\n")
+    report.table("support_f1_runs.md", "Exact Match, Support F1 and Support EM of each run",
+                 markdown(["column", "method", "run", "n", "EM", "Support F1", "Support EM"], rows))
 
     for file, title, baselines, adjust, with_em in TABLES:
         rows = []
@@ -145,13 +127,13 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
                    "b = only the baseline exact, c = only EIR exact. " if with_em else
                    "Answer EM against these agents is Table 7's (eval.compare). ")
         holm_text = (" p Holm: Holm over each baseline's comparisons in this table (one per column)." if adjust else "")
-        report.tables[file] = (
-            f"# {title}\n\n" + (markdown(head, rows) if rows else "No column has both runs.") + "\n\n"
+        report.table(
+            file, title, markdown(head, rows) if rows else "No column has both runs.",
             "Scores 0-100 on the questions both runs answered, paired by id. " + em_text +
             "SF1: Support F1; Δ SF1 with a paired bootstrap interval and two-sided p "
             f"({context.resamples} resamples, seed {context.seed}).{holm_text} "
             "Support EM (every supporting sentence cited, nothing else): an extra beside the paper's columns, with "
-            "its own exact McNemar test (b, c as for EM).\n")
+            "its own exact McNemar test (b, c as for EM).")
     return report
 
 

@@ -1,9 +1,5 @@
-"""Table 16 as the paper prints it: F.2 (added support) and F.3 (model-selected reads) in one table.
-
-Both experiments run on the same questions (EIR's EM errors with incomplete evidence) and share
-their control, so each run's rows are control, added, model-selected, then the pooled rows. The
-model calls are F.2's and F.3's own steps: with their call logs in place (after `added-support`
-and `model-selected`) this makes no new call.
+"""Table 16 as the paper prints it: F.2 (added support) and F.3 (model-selected reads) in one table, over
+the same questions, reusing both steps' call logs (docs/experiments.md, "Analyses of recorded runs").
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
-"""Table 19: what each corpus-setting run spent, as totals over its questions (not per question).
-
-Per run: questions, LM calls, prompt and completion tokens, cost (USD; unknown when any call's
-model has no price), searches, reads, action turns and rejected turns, summed over every question
-(failed ones included: their calls were spent too). Then a total row per LM and one over all runs.
-Reflexion's first-trial run re-reports calls its oracle run already made, so it has its row but is
-left out of the total rows. eval.compare's Table 9 gives the same quantities per question.
+"""Table 19: what each corpus-setting run spent, as totals over its questions (not per question; eval.compare's
+Table 9 gives them per question), with per-LM and overall totals (docs/experiments.md, "Analyses of recorded runs").
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from eval.analyze.report import POOLED, Context, Report, corpus_note, one_or_all
+from eval.analyze.report import POOLED, Context, Report, base_label, corpus_note, one_or_all
 from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.formatting import markdown, short_lm
@@ -37,7 +32,7 @@ def sums(records: list[QuestionRecord]) -> dict[str, float | None]:
 
 def is_rerun_of_another(run: LoggedRun) -> bool:
     """Reflexion's first trial: its calls are the first trial's of its oracle run, counted there."""
-    return run.label.split(" ", 1)[0].removesuffix("_corpus") == names.REFLEXION_FIRST
+    return base_label(run) == names.REFLEXION_FIRST
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
@@ -57,12 +52,12 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         rows.append(_row("total", "all", POOLED, one_or_all({r.setting for r in counted}),
                          sums([rec for r in counted for rec in r.question_records]), report))
     report.notes += corpus_note("Table 19", runs)
-    report.tables["table19_totals.md"] = (
-        "# Table 19: totals over each run's questions\n\n"
-        + markdown(["method", "dataset", "LM", "setting", *HEAD], rows) + "\n\n"
+    report.table(
+        "table19_totals.md", "Table 19: totals over each run's questions",
+        markdown(["method", "dataset", "LM", "setting", *HEAD], rows),
         "Sums over every question of the run (failed questions included). Total rows: per LM, then over all runs; "
         "Reflexion's first-trial runs are left out of them (their calls are the oracle runs'). Cost: unknown when "
-        "any call's model has no price.\n")
+        "any call's model has no price.")
     return report
 
 

@@ -1,11 +1,6 @@
 """`python -m eval.compare`: the paper's tables, paired statistics and plots over eval.run's MLflow runs.
 
-Prints the warnings of any compared run that degenerated (eval.scoring.health), then Table 1 (per
-dataset × LM: Answer F1 and calls/question, marked where a baseline is significantly below the
-reference after Holm), the pairwise statistics of every Holm family, Table 9
-(averages and ratios to the reference), evidence availability and the ablation tables (10-14) whose
-family has comparisons; writes the plots; logs it all as one MLflow comparison run (markdown, CSV,
-PNG artifacts, and the numbers as metrics).
+What it prints, writes and logs: docs/experiments.md, "Comparing runs".
 """
 
 from __future__ import annotations

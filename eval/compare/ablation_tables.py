@@ -10,8 +10,8 @@ from eval.compare.families import H_SWEEP, LIST_FEEDBACK, REPAIR, REPAIR_APPLIED
 from eval.compare.pairs import Column, ComparedRuns, Comparison, records_by_id, run_means
 from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
-from eval.scoring.formatting import column_name, fmt_p, interval, markdown
-from eval.scoring.run_metrics import eir_lists
+from eval.scoring.formatting import column_name, fmt_p, interval, markdown, number
+from eval.scoring.run_metrics import list_entries
 
 SIGNIFICANT = "*"
 UNFORMED = " ('k of m': the paper's family holds m comparisons; the m − k not formed here count as p = 1)"
@@ -90,9 +90,9 @@ def table12(grid: ComparedRuns) -> str | None:
         a, b = _paired(grid, c.reference, c), _paired(grid, c.variant, c)
         rows.append([column_name(c.column), f"{c.reference} − {c.variant}", str(len(c.ids)),
                      _both(a, b, lambda rs: f"{100 * mean(r.answer_f1 for r in rs):.1f}"),
-                     _both(a, b, lambda rs: f"{gold_read(rs):.1f}"),
-                     _both(a, b, lambda rs: f"{reads(rs):.2f}"),
-                     _both(a, b, lambda rs: _maybe(list_entries(rs))), *_stats(c)])
+                     _both(a, b, lambda rs: f"{100 * mean(r.gold_read_share for r in rs):.1f}"),
+                     _both(a, b, lambda rs: f"{mean(r.reads for r in rs):.2f}"),
+                     _both(a, b, lambda rs: number(list_entries(rs))), *_stats(c)])
     head = ["column", "A − B", "n", "Answer F1 A / B", "gold read % A / B", "reads/q A / B",
             "list entries/episode A / B", "ΔF1 (A − B) [95% CI]", "p", "p Holm"]
     return markdown(head, rows) + "\n\n" + _note(grid, found, "A − B") + (
@@ -118,31 +118,12 @@ def _repair_table(grid: ComparedRuns, found: list[Comparison]) -> str | None:
     for c in found:
         a, b = _paired(grid, c.reference, c), _paired(grid, c.variant, c)
         rows.append([column_name(c.column), f"{c.reference} − {c.variant}", str(len(c.ids)), *_stats(c),
-                     _both(a, b, lambda rs: _maybe(list_entries(rs))),
+                     _both(a, b, lambda rs: number(list_entries(rs))),
                      _both(a, b, lambda rs: f"{repair_calls(rs):.2f}")])
     head = ["column", "A − B", "n", "ΔF1 (A − B) [95% CI]", "p", "p Holm", "list entries/episode A / B",
             "repair calls/q A / B"]
     return markdown(head, rows) + "\n\n" + _note(grid, found, "A − B") + (
         " Repair calls: repair + refresh calls per question.")
-
-
-# Per-question measures, as eval.summary computes them for a run.
-
-def gold_read(records: list[QuestionRecord]) -> float:
-    """Gold-paragraph recall, 0-100: summary's `gold_paragraphs_read`."""
-    return 100 * mean(r.gold_read_share for r in records)
-
-
-def reads(records: list[QuestionRecord]) -> float:
-    """Paragraphs read per question: summary's `reads_per_question`."""
-    return mean(r.reads for r in records)
-
-
-def list_entries(records: list[QuestionRecord]) -> float | None:
-    """Requirements + conclusions in the final lists, per episode: summary's `list_entries_per_question`
-    (None when no record has lists)."""
-    lists = eir_lists(records)
-    return mean(len(t.requirements) + len(t.conclusions) for t in lists) if lists else None
 
 
 def repair_calls(records: list[QuestionRecord]) -> float:
@@ -174,10 +155,6 @@ def _f1(grid: ComparedRuns, variant: str, c: Comparison) -> float:
 
 def _both(a: list[QuestionRecord], b: list[QuestionRecord], fmt) -> str:
     return f"{fmt(a)} / {fmt(b)}"
-
-
-def _maybe(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f}"
 
 
 def _reference_budget(grid: ComparedRuns, columns: list[Column]) -> int | None:

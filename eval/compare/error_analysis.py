@@ -1,10 +1,6 @@
-"""Why answers were wrong: was the gold evidence read (the paper's Figure 3), and which questions
-one run got right that another did not.
-
-Figure 3 (F.1, Table 15) is computed here once, for eval.compare and `eval.analyze availability`
-alike: the errors are the questions without an exact match, except those that failed outright (a
-provider error: nothing was read or answered, so it says nothing about the evidence); an error has
-complete evidence when every annotated supporting paragraph was among the paragraphs the run read.
+"""Why answers were wrong: was the gold evidence read (the paper's Figure 3, computed here once for
+eval.compare and `eval.analyze availability`), and which questions one run got right that another did
+not. The errors and the split: docs/experiments.md, "Comparing runs" (evidence_availability.md).
 """
 
 from __future__ import annotations

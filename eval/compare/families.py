@@ -1,13 +1,6 @@
 """Which comparisons are Holm-adjusted together: named families of (A, B) variant pairs, ΔF1 = A − B.
-
-By default the families follow the paper's tables, derived from the variants present and the
-reference R: R against its baselines (Tables 1, 6: one Holm family per baseline over the columns,
-Full Pool's its own as in Appendix G; in the corpus setting, Table 20: one per LM over the
-baselines), R's budget sweep (Tables 10, 11), R against its list-feedback control (Table 12),
-dependency repair against R per column (Table 13) and repair applied against unapplied over the
-columns (Table 14). Holm runs separately for each metric (F1, EM). A grid TOML file or the command
-line can name families instead, with the paper's family size where some comparisons cannot be
-formed here (`size`: the missing ones count as p = 1).
+The families derived from the variants present, and those a grid file or the command line names:
+docs/experiments.md, "Comparing runs". Holm runs separately for each metric (F1, EM).
 """
 
 from __future__ import annotations

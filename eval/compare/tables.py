@@ -11,6 +11,7 @@ from eval.compare.pairs import Column, ComparedRuns, run_means
 from eval.scoring.formatting import column_name, fmt_p, interval, markdown
 
 BELOW, ABOVE = "*", "+"
+RATIOS = ("answer_f1", "calls", "tokens", "cost_usd")  # Table 9's ratios to the reference, in column order
 
 
 def table1(grid: ComparedRuns) -> str:
@@ -67,12 +68,13 @@ def table9(grid: ComparedRuns) -> str:
         cols = [c for c in grid.columns if grid.run(method, c)]
         means = [run_means(grid.run(method, c)) for c in cols]
         shared = [c for c in cols if grid.run(grid.reference, c)]
-        ratio = {k: _ratio(grid, method, shared, k) for k in ("answer_f1", "calls", "tokens", "cost_usd")}
+        mine = [m for c, m in zip(cols, means) if c in shared]
+        ref = [run_means(grid.run(grid.reference, c)) for c in shared]
         rows.append([method, f"{len(cols)}/{len(grid.columns)}",
                      f"{mean(m['answer_f1'] for m in means):.1f}", f"{mean(m['em'] for m in means):.1f}",
                      f"{mean(m['calls'] for m in means):.2f}", f"{mean(m['tokens'] for m in means):,.0f}",
                      _money(mean(m['cost_usd'] for m in means)),
-                     *(_x(ratio[k]) for k in ("answer_f1", "calls", "tokens", "cost_usd"))])
+                     *(_x(_ratio(mine, ref, k)) for k in RATIOS)])
     note = (f"Plain means over the columns each method ran in; ratios are method / {grid.reference} over the "
             "columns both ran in (n/a where the reference's value is 0, e.g. the cost of a local model).")
     return markdown(head, rows) + "\n\n" + note
@@ -129,12 +131,12 @@ def _verdict(grid: ComparedRuns, method: str, column: Column) -> str:
     return found.verdict if found else ""
 
 
-def _ratio(grid: ComparedRuns, method: str, columns: list[Column], key: str) -> float:
-    if not columns:
+def _ratio(mine: list[dict], ref: list[dict], key: str) -> float:
+    """The mean of `key` over the method's columns / the reference's over the same columns."""
+    if not mine:
         return float("nan")
-    num = mean(run_means(grid.run(method, c))[key] for c in columns)
-    den = mean(run_means(grid.run(grid.reference, c))[key] for c in columns)
-    return num / den if den else float("nan")
+    den = mean(m[key] for m in ref)
+    return mean(m[key] for m in mine) / den if den else float("nan")
 
 
 def _x(ratio: float) -> str:

@@ -1,12 +1,6 @@
 """`python -m eval.compile`: compile a method's program with a DSPy optimizer, save it, log it to MLflow.
 
-One MLflow run (tag eir.kind=compile) holds the optimizer and its settings (params), the score on
-the training and dev questions before and after (the program scored after is the one loaded back
-from the saved file; `--score` chooses the splits, `none` skips it), the compile's own calls by
-role, tokens, cost and time, and the program file (artifact; its path and sha256 as params).
-`python -m eval.run --program FILE` runs the file. A compile that needs no model (`--optimizer
-none` or `labeled` with `--score none`) starts no engine, so it can be made while another job
-holds the embedded model.
+What the compile logs, and which compiles start no engine: docs/experiments.md, "Compiling a program".
 """
 
 from __future__ import annotations
@@ -14,22 +8,26 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import dspy
+import mlflow
 
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.lm import DecodingAdapter
 from eval.compile import track
-from eval.compile.evaluate import evaluate
 from eval.compile.lm import add_lm_flags, lm_from_args
-from eval.compile.metric import METRICS, example_of
+from eval.compile.metric import METRICS, combine, example_of
 from eval.compile.optimizers import DEMOS, GEPA_AUTO, OPTIMIZERS, Settings, check_choice, compile_program, default_name
 from eval.compile.splits import SplitError, load_splits
 from eval.data.loaders import DATASETS
 from eval.files.program_file import NAME, load_program, save_program
 from eval.runs import tracking
+from eval.runs.config import options_for
 from eval.runs.errors import RunError
+from eval.runs.execute import run_question
+from eval.scoring.run_metrics import summarize
 from programs import names
 from programs.registry import METHODS
 
@@ -101,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
                         max_labeled_demos=args.max_labeled_demos, metric_threshold=args.metric_threshold,
                         gold_episodes=args.gold_episodes, gepa_auto=args.gepa_auto,
                         gepa_max_metric_calls=args.gepa_max_metric_calls)
-    options = _default_options(args.method)
+    options = options_for(args.method)  # as eval.run resolves them with no option flags (what --program checks)
 
     def fresh() -> dspy.Module:
         return METHODS[args.method].build(args.budget, options)
@@ -134,14 +132,14 @@ def main(argv: list[str] | None = None) -> dict:
         loaded = fresh()
         load_program(loaded, path, args.method, options)  # scored as eval.run --program will run it
         after = _score("after", loaded, lm, train, dev, args)
-        track.log_wall_time(time.perf_counter() - t0)
+        mlflow.log_metric("wall_time_s", time.perf_counter() - t0)
     except KeyboardInterrupt:
-        track.end("KILLED")
+        tracking.end_run_if_active("KILLED")
         raise
     except BaseException:
-        track.end("FAILED")
+        tracking.end_run_if_active("FAILED")
         raise
-    track.end()
+    tracking.end_run_if_active("FINISHED")
     print(f"\ncompiled {args.method} with {args.optimizer} (demos: {args.demos}) -> {path}\n"
           + "".join(f"  {args.metric} on {len(qs)} {split} questions: {before[split]:.1f} before, "
                     f"{after[split]:.1f} after\n" for split, qs in (("dev", dev), ("train", train)) if split in before)
@@ -153,21 +151,21 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _score(phase: str, program: dspy.Module, lm, train, dev, args) -> dict[str, float]:
+    """Each split of --score run exactly as eval.run runs it (run_question per question, summarize over
+    them), plus `score`: the compile's metric's mean × 100."""
     out = {}
     for split, questions in (("train", train), ("dev", dev)):
         if split not in args.score.split("+"):
             continue
-        records, metrics = evaluate(program, lm, questions, args.metric, args.threads)
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=max(1, args.threads)) as pool:
+            records = list(pool.map(lambda q: run_question(program, lm, q), questions))
+        metrics = summarize(records)
+        metrics["score"] = 100 * sum(combine(r, args.metric) for r in records) / len(records)
+        metrics["wall_time_s"] = time.perf_counter() - t0
         track.log_scores(phase, split, metrics, records)
         out[split] = metrics["score"]
     return out
-
-
-def _default_options(method: str) -> dict:
-    """The method's options as eval.run resolves them with no option flags (what --program checks)."""
-    from eval.runs.config import options_for
-
-    return options_for(method)
 
 
 def _positive(text: str) -> int:

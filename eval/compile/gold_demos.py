@@ -1,15 +1,6 @@
 """Gold demonstrations: the episode a good EIR agent would have on a training question, built from
-its gold supporting facts with no model call.
-
-Turn 1 adds one requirement per gold paragraph and reads the first; each later turn adds a
-conclusion citing the gold sentences of the paragraph just read, marks its requirement satisfied
-and reads the next; after the last gold paragraph the agent submits the gold answer. The final
-call answers the gold answer citing every gold fact.
-
-The demos are not rendered here: the real EIR program runs on the question with GoldAdapter in
-place of the model, so each recorded (inputs, outputs) is what the program's own prompt would
-carry at that turn (lists, unread titles, last result with its "(r reads left)") and what the
-adapter parses from an output, and the rendering cannot drift from the program's.
+its gold supporting facts with no model call. The episode, and how the real EIR program renders it
+(GoldAdapter in place of the model, so the demos cannot drift from its prompts): docs/experiments.md, "Compiling a program".
 """
 
 from __future__ import annotations

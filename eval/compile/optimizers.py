@@ -1,10 +1,5 @@
-"""DSPy's own optimizers on a project program, and where its demonstrations come from.
-
---optimizer: `labeled` (dspy.LabeledFewShot), `bootstrap` (dspy.BootstrapFewShot), `gepa`
-(dspy.GEPA, instructions) or `none`. --demos: `bootstrap`, the optimizer's own demos; `gold`, the
-gold episodes of eval/compile/gold_demos.py (no model call); `both`, gold first, then the
-optimizer's. GEPA rewrites instructions only: with gold demos they are installed first, so every
-candidate it scores carries them. MIPROv2 is not offered: it needs optuna, which is no dependency.
+"""DSPy's own optimizers on a project program, and where its demonstrations come from (--optimizer,
+--demos: docs/experiments.md, "Compiling a program").
 
 The optimizer runs one question at a time (num_threads=1), in this thread: the ledger
 (eir_dspy.accounting) is a context variable and each call's entries are read off the LM's history,
@@ -72,8 +67,7 @@ def default_name(optimizer: str, demos: str) -> str:
 
 
 def compile_program(student: dspy.Module, optimizer: str, demos: str, trainset: list, valset: list,
-                    settings: Settings, budget: int, ledger: Ledger, reflection: dspy.BaseLM | None = None,
-                    info: dict | None = None) -> dspy.Module:
+                    settings: Settings, budget: int, ledger: Ledger, info: dict | None = None) -> dspy.Module:
     """The compiled program: demos per predictor, trimmed to its signature's fields, in the form a
     saved file loads back (so the prompts before saving and after loading are the same). `info`
     receives what the run should log (gold questions skipped, GEPA's metric-call budget)."""
@@ -86,7 +80,7 @@ def compile_program(student: dspy.Module, optimizer: str, demos: str, trainset: 
         feedback = _OneQuestionHistory(FeedbackMetric(settings.metric))
         budget_kw = ({"max_metric_calls": settings.gepa_max_metric_calls} if settings.gepa_max_metric_calls
                      else {"auto": settings.gepa_auto})
-        gepa = dspy.GEPA(metric=feedback, reflection_lm=reflection_lm(reflection or dspy.settings.lm, ledger),
+        gepa = dspy.GEPA(metric=feedback, reflection_lm=reflection_lm(dspy.settings.lm, ledger),
                          num_threads=1, component_selector=UsedRoundRobin(student), seed=settings.seed,
                          **budget_kw)
         compiled = gepa.compile(student, trainset=trainset, valset=valset)

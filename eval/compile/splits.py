@@ -1,10 +1,5 @@
-"""The compile's training and selection questions, and the files it refuses.
-
-The intended files (docs/experiments.md, "Compiling a program"): train on
-hotpot_dev_distractor.rpt_sample300_seed2.jsonl, select on
-hotpot_dev_distractor.rpt_sample500_seed1.jsonl. Refused before anything is read: the acceptance
-holdout (eval.data.loaders.HOLDOUT_FILES, matched by file name, also through a link) as either file, and
-one file as both. Refused after reading: a training question that is also in the dev file.
+"""The compile's training and selection questions, and the files it refuses (the holdout,
+eval.data.loaders.HOLDOUT_FILES, and one file as both): docs/experiments.md, "Compiling a program", Data.
 """
 
 from __future__ import annotations

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import mlflow
 
 from eir_dspy.accounting import Ledger
@@ -19,7 +17,7 @@ def start(run_name: str, params: dict) -> str:
 
 def log_scores(phase: str, split: str, metrics: dict[str, float], records: list[dict]) -> None:
     """`<phase>_<split>_<metric>` for every summary metric; the records as an artifact."""
-    mlflow.log_metrics({f"{phase}_{split}_{k}": v for k, v in metrics.items() if not _nan(v)})
+    mlflow.log_metrics({f"{phase}_{split}_{k}": v for k, v in metrics.items() if v == v})  # NaN: undefined, left out
     keep = ("id", "prediction", "gold", "answer_f1", "support_f1", "calls", "calls_by_role", "prompt_tokens",
             "completion_tokens", "turns", "rejections_by_cause", "submitted_before_budget", "error")
     mlflow.log_dict([{k: r.get(k) for k in keep} for r in records], f"scores/{phase}_{split}.json")
@@ -54,17 +52,3 @@ def log_info(info: dict) -> None:
     if "gepa_max_metric_calls" in info:
         mlflow.log_param("gepa_metric_calls_budget", info["gepa_max_metric_calls"])
     mlflow.log_metrics({k: v for k, v in info.items() if k != "gepa_max_metric_calls"})
-
-
-def log_wall_time(seconds: float) -> None:
-    mlflow.log_metric("wall_time_s", seconds)
-
-
-def end(status: str = "FINISHED") -> None:
-    if mlflow.active_run() is not None:
-        mlflow.end_run(status)
-
-
-def _nan(v) -> bool:
-    return isinstance(v, float) and math.isnan(v)
-

@@ -56,6 +56,6 @@ def pct(share: float, digits: int = 1, suffix: str = "") -> str:
     return DASH if share != share else f"{100 * share:.{digits}f}{suffix}"
 
 
-def fmt_p(p: float) -> str:
-    """A p-value: four decimals, or scientific notation below 1e-4."""
-    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+def fmt_p(p: float, digits: int = 1) -> str:
+    """A p-value: four decimals, or scientific notation (`digits` decimals) below 1e-4."""
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.{digits}e}"

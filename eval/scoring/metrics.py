@@ -1,16 +1,5 @@
-"""Per-question scores by the rules of each benchmark's official evaluation script.
-
-Written from the scripts' definitions (no code copied):
-  - hotpotqa, `hotpot_evaluate_v1.py`: token F1 with the yes/no/noanswer rule and EM against
-    the one gold answer (no aliases); supporting-fact P/R/F1/EM over (title, sentence) pairs;
-    joint EM/F1 from the products of answer and support precision and recall.
-  - 2wiki, `2wikimultihop_evaluate_v1.1.py`: the same answer rules, each maxed over the answer
-    and its aliases; supporting facts compared with titles lowercased. Its joint metrics also
-    need predicted evidence triples, which this project does not make, so there is no joint.
-  - musique, `metrics/answer.py` + `metrics/support.py`: SQuAD token F1 and EM (no yes/no rule;
-    two answers that both normalize to nothing agree), maxed over the answer and its aliases;
-    support P/R/F1/EM over paragraph indices. No joint.
-
+"""Per-question scores by the rules of each benchmark's official evaluation script, written from the
+scripts' definitions (no code copied); the rules per benchmark: docs/data-and-metrics.md, "Metrics".
 Per-question scores are on a 0..1 scale; `aggregate` reports means on a 0..100 scale.
 """
 
@@ -44,12 +33,7 @@ def f1_precision_recall(prediction: str, gold: str) -> tuple[float, float, float
     pred, ref = normalize_answer(prediction), normalize_answer(gold)
     if (pred in _SPECIAL or ref in _SPECIAL) and pred != ref:
         return 0.0, 0.0, 0.0
-    pred_tokens, ref_tokens = pred.split(), ref.split()
-    common = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
-    if common == 0:
-        return 0.0, 0.0, 0.0
-    precision, recall = common / len(pred_tokens), common / len(ref_tokens)
-    return 2 * precision * recall / (precision + recall), precision, recall
+    return _overlap(pred.split(), ref.split())
 
 
 def token_f1(prediction: str, gold: str) -> float:
@@ -63,11 +47,16 @@ def squad_f1(prediction: str, gold: str) -> float:
     pred_tokens, ref_tokens = normalize_answer(prediction).split(), normalize_answer(gold).split()
     if not pred_tokens or not ref_tokens:
         return float(pred_tokens == ref_tokens)
+    return _overlap(pred_tokens, ref_tokens)[0]
+
+
+def _overlap(pred_tokens: list[str], ref_tokens: list[str]) -> tuple[float, float, float]:
+    """Token (F1, precision, recall) of the shared tokens, as every script computes it; 0 with none shared."""
     common = sum((Counter(pred_tokens) & Counter(ref_tokens)).values())
     if common == 0:
-        return 0.0
+        return 0.0, 0.0, 0.0
     precision, recall = common / len(pred_tokens), common / len(ref_tokens)
-    return 2 * precision * recall / (precision + recall)
+    return 2 * precision * recall / (precision + recall), precision, recall
 
 
 def max_over_answers(fn: Callable[[str, str], float], prediction: str, answers: Sequence[str]) -> float:

@@ -93,7 +93,7 @@ def behaviour(records: list[dict | QuestionRecord]) -> dict[str, float]:
         out["submitted_before_budget"] = 100 * mean(early)
     lists = eir_lists(records)
     if lists:
-        out["list_entries_per_question"] = mean(len(t.requirements) + len(t.conclusions) for t in lists)
+        out["list_entries_per_question"] = list_entries(records)
         out["requirements_per_question"] = mean(len(t.requirements) for t in lists)
         out["conclusions_per_question"] = mean(len(t.conclusions) for t in lists)
         # Conclusions are kept only when every citation names a sentence read, so any kept one is valid.
@@ -131,6 +131,12 @@ def eir_lists(records: list[QuestionRecord]) -> list[Trajectory]:
     """The trajectories of EIR records that kept their list-update counts (older EIR records did not)."""
     return [r.trajectory for r in records
             if r.trajectory is not None and r.trajectory.method == names.EIR and r.trajectory.list_updates is not None]
+
+
+def list_entries(records: list[QuestionRecord]) -> float:
+    """Requirements + conclusions in the final lists, per EIR episode (NaN when no record has lists)."""
+    lists = eir_lists(records)
+    return mean(len(t.requirements) + len(t.conclusions) for t in lists) if lists else float("nan")
 
 
 def citations_outside_evidence(records: list[QuestionRecord]) -> dict[str, float]:

@@ -1,12 +1,6 @@
-"""Paired statistics for "method A beats method B" on the same questions.
-
-- Answer F1: paired bootstrap over questions (the middle 95% of resampled mean differences).
-- Exact Match: exact two-sided McNemar test on the discordant pairs.
-- Holm's step-down correction over a named family of comparisons (of the paper's size, when some
-  of its comparisons cannot be formed here: those count as p = 1).
-
-Every function takes plain per-question arrays, already paired (eval.compare.pairs pairs two runs'
-records by question id: `paired_ids`, `records_by_id`).
+"""Paired statistics for "method A beats method B" on the same questions: paired bootstrap (F1), exact
+McNemar (EM), Holm within a named family (docs/experiments.md, "Comparing runs"). Every function takes
+plain per-question arrays, already paired (eval.compare.pairs: `paired_ids`, `records_by_id`).
 """
 
 from __future__ import annotations
