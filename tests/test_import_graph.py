@@ -1,7 +1,8 @@
 """The layers point one way (issue 33, item 5), read statically from the source: no module is imported.
 
 Every `import` of eir_dspy, signatures, programs and eval counts, function-level ones too (a lazy import
-still ties the two modules together). `import a.b` and `from a import b` with b a submodule are edges to
+still ties the two modules together), and so does `importlib.import_module` (a string, or `f"a.b.{x}"` over a
+module-level tuple of names). `import a.b` and `from a import b` with b a submodule are edges to
 a.b; `from a import name` is an edge to a. The checks:
 - no cycle between modules, nor between packages (a package is a directory; its modules' edges are summed);
 - no library module imports a command module (what `python -m` runs);
@@ -17,6 +18,8 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TOP_PACKAGES = ("eir_dspy", "signatures", "programs", "eval")
@@ -95,7 +98,32 @@ def imports_of(name: str, modules: dict[str, Path]) -> dict[str, int]:
             for alias in node.names:
                 sub = f"{source}.{alias.name}"
                 add(sub if sub in modules else internal(source, modules), node.lineno)
+        elif isinstance(node, ast.Call) and _called(node.func) == "import_module" and node.args:
+            for target in _dynamic_targets(node.args[0], tree):
+                add(internal(target, modules), node.lineno)
     return found
+
+
+def _called(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _dynamic_targets(arg: ast.expr, tree: ast.Module) -> list[str]:
+    """What `importlib.import_module(arg)` imports: the module a string names, or for `f"a.b.{x}"` with
+    `x` running over a module-level tuple of strings (`for x in NAMES`), a.b.<each of NAMES>, as
+    eval.analyze loads its analyses. Anything else fails the test: the graph must not miss an edge."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return [arg.value]
+    parts = arg.values if isinstance(arg, ast.JoinedStr) else []
+    if len(parts) == 2 and isinstance(parts[0], ast.Constant) and isinstance(parts[1].value, ast.Name):
+        loop = parts[1].value.id
+        iterables = {c.iter.id for c in ast.walk(tree) if isinstance(c, ast.comprehension | ast.For)
+                     and isinstance(c.target, ast.Name) and c.target.id == loop and isinstance(c.iter, ast.Name)}
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id in iterables and isinstance(node.value, ast.Tuple)):
+                return [f"{parts[0].value}{c.value}" for c in node.value.elts]
+    raise AssertionError(f"an import_module call the import-graph test cannot read: {ast.unparse(arg)}")
 
 
 def build_graph() -> tuple[dict[str, Path], dict[str, dict[str, int]]]:
@@ -291,3 +319,16 @@ if __name__ == "__main__":
         print(f"{title}: {len(found)}")
         for line in found:
             print("  " + line)
+
+
+def test_an_import_by_name_is_an_edge_too():
+    from eval.analyze import MODULE_NAMES
+
+    _, graph = build_graph()
+    assert set(graph["eval.analyze"]) == {f"eval.analyze.{name}" for name in MODULE_NAMES}
+    tree = ast.parse("NAMES = ('a', 'b')\nfor n in NAMES:\n    importlib.import_module(f'x.{n}')\n")
+    call = next(node for node in ast.walk(tree) if isinstance(node, ast.Call))
+    assert _dynamic_targets(call.args[0], tree) == ["x.a", "x.b"]
+    unreadable = ast.parse("importlib.import_module(name)")
+    with pytest.raises(AssertionError, match="cannot read: name"):
+        _dynamic_targets(next(n for n in ast.walk(unreadable) if isinstance(n, ast.Call)).args[0], unreadable)
