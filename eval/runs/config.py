@@ -103,19 +103,23 @@ def options_for(method: str, setting: str = "pool", *, verifier_temperature: flo
     resolved here, so the log holds the rule that ran: the verifier temperature (D.1 / H.2) and what
     invalid list updates do (discard in the pool, reject in the corpus setting)."""
     takes = METHODS[method].options.names()
-    if ablation is not None and "ablation" not in takes:
-        raise RunError(f"--ablation is an EIR ablation; --method {method} has none")
-    if invalid_updates is not None and "invalid_updates" not in takes:
-        raise RunError(f"--invalid-updates is EIR's list-update rule; --method {method} has no lists")
-    given = {"verifier_temperature": verifier_temperature, "votes": votes, "trials": trials, "ablation": ablation,
-             "invalid_updates": invalid_updates}
+    given = {"ablation": ablation, "invalid_updates": invalid_updates,  # checked first, as before the others were
+             "verifier_temperature": verifier_temperature, "votes": votes, "trials": trials}
     for name, value in given.items():
         if value is not None and name not in takes:
-            flag = "--" + name.replace("_", "-")
-            raise RunError(f"{flag} is not an option of --method {method}"
-                           + (f" (its options: {', '.join('--' + t.replace('_', '-') for t in takes)})" if takes
-                              else " (it takes none)"))
+            raise RunError(_NOT_TAKEN.get(name, "{flag} is not an option of --method {method} {its}").format(
+                flag=_flag(name), method=method,
+                its=f"(its options: {', '.join(map(_flag, takes))})" if takes else "(it takes none)"))
     return _resolved(method, setting, {k: v for k, v in given.items() if v is not None})
+
+
+# Where a method option given to a method without it has its own explanation.
+_NOT_TAKEN = {"ablation": "--ablation is an EIR ablation; --method {method} has none",
+              "invalid_updates": "--invalid-updates is EIR's list-update rule; --method {method} has no lists"}
+
+
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
 
 
 def _resolved(method: str, setting: str, options: Mapping) -> dict:
