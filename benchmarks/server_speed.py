@@ -1,11 +1,12 @@
 """Raw speed of the managed llama-server on this machine: prompt tok/s, and generation tok/s with
-1, 2, 4, 8 sequences decoded together. Compares CPU builds (AVX2 against AVX-512) and picks
---threads for the embedded model.
+1, 2, 4, 8 sequences decoded together. Compares engines and CPU builds (the xllamacpp wheel's
+AVX2 against a built AVX-512 binary) and picks --threads for the embedded model.
 
-    python benchmarks/server_speed.py [--lm qwen2.5-coder-1.5b] [--binary PATH ...] [--parallel 1 2 4 8]
+    python benchmarks/server_speed.py [--lm qwen2.5-coder-1.5b] [--binary wheel|PATH ...] [--parallel 1 2 4 8]
 
-Each binary (default: the one scripts/build_llama_server.sh built) is started as the project
-starts it (EmbeddedServer) with as many slots as the largest --parallel. Per binary it prints the
+Each engine (default: the one the project would run, eir_dspy/lm/server_program.py; `wheel`: the
+prebuilt engine; a path: that binary) is started as the project starts it (EmbeddedServer) with as
+many slots as the largest --parallel. Per engine it prints the
 cold prompt speed of a ~1,500-token prompt, then for each P: P requests sent at once, each with
 its own ~700-token prompt (a question's paragraphs) and 96 generated tokens at temperature 0, then
 the same with ~60-token prompts (generation alone); aggregate generated tok/s and the wall time
@@ -23,7 +24,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from eir_dspy.lm.embedded_server import EmbeddedServer, ServerConfig, server_binary
+from eir_dspy.lm.embedded_server import EmbeddedServer, ServerConfig
 from eir_dspy.lm.local_models import DEFAULT_MODEL, model_path
 
 FILLER = ("The castle of {i} stands on a hill above the river, and its library holds letters, maps and the "
@@ -53,15 +54,18 @@ def post(url: str, system: str, user: str, max_tokens: int, response_format: dic
         return json.loads(reply.read())
 
 
-def measure(binary: Path, model: Path, parallel: list[int]) -> list[str]:
-    os.environ["EIR_LLAMA_SERVER"] = str(binary)
+def measure(engine: str | None, model: Path, parallel: list[int]) -> list[str]:
+    """`engine`: EIR_LLAMA_SERVER's value for this measurement (None: the project's default)."""
+    if engine:
+        os.environ["EIR_LLAMA_SERVER"] = engine
     server = EmbeddedServer(ServerConfig(str(model), alias="m", slots=max(parallel), n_ctx=4096))
+    build = server.build.label
     lines = []
     try:
         post(server.url, "warm up", "hi", 2)
         out = post(server.url, "You gather evidence. " + FILLER.format(i="Varn") * 45, "Summarise.", 1)
         t = out["timings"]
-        lines.append(f"| {binary.parent.name} | prompt | 1 | {t['prompt_n']} tokens | {t['prompt_per_second']:.1f} tok/s | |")
+        lines.append(f"| {build} | prompt | 1 | {t['prompt_n']} tokens | {t['prompt_per_second']:.1f} tok/s | |")
         for p in parallel:
             for label, repeat in (("prompt+generate", 20), ("generate", 1)):
                 prompts = [FILLER.format(i=f"castle {k}-{p}") * repeat for k in range(p)]
@@ -72,7 +76,7 @@ def measure(binary: Path, model: Path, parallel: list[int]) -> list[str]:
                 wall = time.perf_counter() - t0
                 generated = sum(o["timings"]["predicted_n"] for o in outs)
                 prompt = sum(o["timings"]["prompt_n"] for o in outs)
-                lines.append(f"| {binary.parent.name} | {label} | {p} | {prompt} prompt + {generated} generated tokens "
+                lines.append(f"| {build} | {label} | {p} | {prompt} prompt + {generated} generated tokens "
                              f"| {generated / wall:.1f} generated tok/s overall | {wall:.1f} s wall |")
             # The same generation under the EIR turn's grammar: per-token cost of constrained decoding.
             turn_format = eir_turn_format()
@@ -85,7 +89,7 @@ def measure(binary: Path, model: Path, parallel: list[int]) -> list[str]:
             wall = time.perf_counter() - t0
             generated = sum(o["timings"]["predicted_n"] for o in outs)
             per_token = sum(o["timings"]["predicted_ms"] for o in outs) / generated
-            lines.append(f"| {binary.parent.name} | generate, EIR grammar | {p} | {generated} generated tokens "
+            lines.append(f"| {build} | generate, EIR grammar | {p} | {generated} generated tokens "
                          f"| {generated / wall:.1f} generated tok/s overall ({per_token:.0f} ms/token/sequence) "
                          f"| {wall:.1f} s wall |")
     finally:
@@ -99,10 +103,9 @@ def main() -> None:
     p.add_argument("--binary", nargs="*", default=None)
     p.add_argument("--parallel", nargs="+", type=int, default=[1, 2, 4, 8])
     args = p.parse_args()
-    binaries = [Path(b) for b in args.binary] if args.binary else [server_binary()]
     rows = ["| build | phase | sequences | work | speed | wall |", "|---|---|---|---|---|---|"]
-    for binary in binaries:
-        rows += measure(binary, model_path(args.lm), args.parallel)
+    for engine in args.binary or [None]:
+        rows += measure(engine, model_path(args.lm), args.parallel)
     print("\n".join(rows))
 
 

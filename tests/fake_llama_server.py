@@ -7,7 +7,8 @@ faults the tests need:
 - FAKE_LLAMA_EXIT_AFTER=n: the process dies (exit code 3) on its n-th chat request, unanswered;
 - FAKE_LLAMA_REQUESTS=file: each chat request body is appended to this file as a JSON line.
 
-Like llama-server it fails to start, saying "couldn't bind", when its port is taken.
+Like llama-server it fails to start, saying "couldn't bind", when its port is taken. What build it
+is, the tests say in a build.json beside the path they start it by (eir_dspy/lm/server_program.py).
 """
 
 from __future__ import annotations

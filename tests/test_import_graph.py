@@ -27,7 +27,8 @@ TOP_PACKAGES = ("eir_dspy", "signatures", "programs", "eval")
 # The commands: a module's `if __name__ == "__main__"` is what `python -m` runs. Checked against the
 # source below, so a new command must be named here (and given its layer) to pass.
 COMMANDS = {"eval.run", "eval.summary", "eval.index", "eval.genai_eval", "eval.compare.__main__",
-            "eval.analyze.__main__", "eval.compile.__main__", "eval.grid.__main__"}
+            "eval.analyze.__main__", "eval.compile.__main__", "eval.grid.__main__",
+            "eir_dspy.lm.wheel_server"}  # the prebuilt engine's server process, started by eir_dspy/lm/embedded_server.py
 
 # Rank of each layer: a module may import modules of its own rank or lower. The most specific prefix wins.
 LAYERS = {

@@ -1,6 +1,7 @@
 """End to end on the real local LM and real HotpotQA questions (the plumbing, not the score)."""
 
 import json
+from importlib.metadata import version
 from pathlib import Path
 
 import mlflow
@@ -22,6 +23,12 @@ def test_eir_on_two_real_questions_logs_an_mlflow_run(decoding, tmp_path, monkey
     assert run.info.status == "FINISHED"
     assert run.data.params["lm"] == "local/smollm2-135m" and run.data.params["n"] == "2"
     assert run.data.params["decoding"] == decoding
+    # Served by the prebuilt engine, and the run says which build: the wheel's llama.cpp release, the kernels
+    # its server reported (AVX2 on x86-64).
+    params = run.data.params
+    assert params["engine_build"] == "wheel" and params["cpu_variant"] != "unknown"
+    assert params["llama_cpp_build"] == version("xllamacpp").rsplit(".", 1)[-1]
+    assert {r["served_by"] for r in out["records"]} == {f"wheel b{params['llama_cpp_build']} {params['cpu_variant']}"}
     for key in ("answer_f1", "em", "support_f1", "calls_per_question", "tokens_per_question", "wall_time_s"):
         assert key in run.data.metrics
     # Real calls happened and stayed within EIR's budget: at most (H + 1) turns + 1 final call.

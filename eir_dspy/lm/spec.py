@@ -9,6 +9,7 @@ import dspy
 
 from eir_dspy.accounting import keep_replayed_usage, register_price
 from eir_dspy.lm.local_models import DEFAULT_MODEL, MODELS, model_path
+from eir_dspy.lm.server_program import EngineBuild
 
 # Seconds an API request may take before the client abandons it (and retries it like any other
 # provider error). LiteLLM's own default, made explicit: a local OpenAI-compatible server on two
@@ -97,3 +98,12 @@ def _embedded_lm(spec: LMSpec) -> dspy.LM:
     # failed local call is an engine fault, not a transient one, so DSPy does not retry it.
     return dspy.LM(spec.name, engine=engine, cache=False, temperature=spec.temperature, max_tokens=spec.max_tokens,
                    num_retries=0)
+
+
+def server_build(lm: dspy.LM) -> EngineBuild | None:
+    """The llama.cpp build serving the embedded model behind `lm`; None for any other LM."""
+    from eir_dspy.lm.server_engine import EmbeddedServerEngine
+
+    if isinstance(lm, dspy.LM) and isinstance(lm.engine, EmbeddedServerEngine):
+        return lm.engine.server.build
+    return None

@@ -180,6 +180,10 @@ def _family_comparisons(family: Family, placed: dict[tuple[str, Column], LoggedR
                     notes.append(f"{present} on {column[0]} / {column[1]}: no {missing} run in that column, "
                                  f"not compared (family {family.name})")
                 continue
+            if run_a.served_by != run_b.served_by:
+                note = (f"{a} vs {b} on {column[0]} / {column[1]}: served by different engines ({engines(run_a)} "
+                        f"vs {engines(run_b)}); greedy outputs differ between builds, so this pair also compares engines")
+                notes += [note] if note not in notes else []
             ids = paired_ids(run_a, run_b, intersection)
             a_by, b_by = records_by_id(run_a), records_by_id(run_b)
             f1 = paired_bootstrap([100 * b_by[i].answer_f1 for i in ids], [100 * a_by[i].answer_f1 for i in ids],
@@ -204,6 +208,10 @@ def _family_comparisons(family: Family, placed: dict[tuple[str, Column], LoggedR
         out += [Comparison(column, b, a, ids, f1, em, f1_holm[k], em_holm[k], name, size, family.name, len(members))
                 for k, (_, column, a, b, ids, f1, em) in zip(keys, members)]
     return out
+
+
+def engines(run: LoggedRun) -> str:
+    return " + ".join(sorted(run.served_by)) or "not recorded"
 
 
 def comparison_key(a: str, b: str, column: Column) -> str:

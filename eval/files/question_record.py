@@ -67,6 +67,7 @@ class QuestionRecord(BaseModel):
     error_type: str | None = None
     error_trace: str | None = None
     engine_failed: bool | None = None  # the error was the embedded engine stopping
+    served_by: str | None = None  # the embedded model's server build (EngineBuild.label); None for other LMs
     trajectory: Trajectory | None = None  # None: the program raised before making one
     lm_calls: list[dict[str, Any]] | None = None  # every LM call (eir_dspy.accounting.CallRecord as a dict)
     # Further results from the same work, by label (Reflexion's trial 1: reflexion_first).

@@ -14,14 +14,15 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
 from eir_dspy.corpus_environment import DEFAULT_FUTILE_SEARCHES, FUTILE_SEARCHES
-from eir_dspy.lm import DEFAULT_REQUEST_TIMEOUT, LOCAL_DEFAULT, LMSpec, default_decoding
+from eir_dspy.lm import DEFAULT_REQUEST_TIMEOUT, LOCAL_DEFAULT, LMSpec, default_decoding, server_build
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
 from eir_dspy.lm.local_models import DEFAULT_MODEL
+from eir_dspy.lm.server_program import EngineBuild
 from eir_dspy.lm.spec import ENGINE
 from eir_dspy.state import paper_invalid_updates
 from eval.files.program_file import ProgramFileError, check_fits, program_config, read_meta
@@ -174,6 +175,7 @@ class RunConfig:
     default_decoding: str | None = None  # (resolved) the LM's default decoding; None: not known
     method_label: str | None = None  # (resolved) the label logged (see `label`); tag `label`
     futile_searches: str = DEFAULT_FUTILE_SEARCHES  # corpus: repeated / no-word searches run (H.1) or are rejected
+    served_by: EngineBuild | None = None  # (resolved) the embedded model's server build; None for other LMs
 
     def __post_init__(self) -> None:
         """The checks every config passes, however it is made (flags, a grid cell, a tag, a notebook):
@@ -199,9 +201,11 @@ class RunConfig:
         object.__setattr__(self, "options", MappingProxyType(options))  # read-only
 
     def with_lm(self, lm) -> RunConfig:
-        """Resolved by the built `lm`: its logged name, its default decoding and the decoding run under."""
+        """Resolved by the built `lm`: its logged name, its default decoding, the decoding run under and
+        (the embedded model) the server build that serves it."""
         decoding, default = self.lm.decodings(lm)
-        return replace(self, lm=replace(self.lm, decoding=decoding), lm_name=lm.model, default_decoding=default)
+        return replace(self, lm=replace(self.lm, decoding=decoding), lm_name=lm.model, default_decoding=default,
+                       served_by=server_build(lm))
 
     def with_label(self, name: str) -> RunConfig:
         """Labelled as the program `name` (e.g. reflexion_oracle, or reflexion_first for Reflexion's
@@ -273,6 +277,8 @@ class RunConfig:
             out["program"] = self.program.to_dict()
         if self.corpus is not None:
             out["corpus"], out["corpus_paragraphs"] = self.corpus, self.corpus_paragraphs
+        if self.served_by is not None:
+            out["served_by"] = asdict(self.served_by)
         out.update(lm=self.lm_name, default_decoding=self.default_decoding, label=self.method_label)
         return out
 
@@ -286,7 +292,7 @@ class RunConfig:
     @classmethod
     def from_dict(cls, c: Mapping) -> RunConfig:
         """A config from its tag's JSON as `to_dict` writes it, every key present (`program`, `corpus`
-        and `corpus_paragraphs` only when set). Anything else is a RunError naming the key: a tag of an
+        `corpus_paragraphs` and `served_by` only when set). Anything else is a RunError naming the key: a tag of an
         earlier version is rewritten by the migration script, not read here."""
         missing = [k for k in TAG_KEYS if k not in c]
         unknown = [k for k in c if k not in TAG_KEYS + _OPTIONAL_TAG_KEYS]
@@ -305,17 +311,17 @@ class RunConfig:
                           price_in=c["price_in"], price_out=c["price_out"], temperature=c["temperature"],
                           max_tokens=c["max_tokens"], decoding=c["decoding"], request_timeout=c["request_timeout"],
                           engine=c["engine"], server_args=c["server_args"])
-            program = c.get("program")
+            program, build = c.get("program"), c.get("served_by")
             return cls(method=c["method"], dataset=c["dataset"], setting=c["setting"], budget=c["budget"],
                        options=c["options"], lm=lm, data_file=c["data_file"], n=c["n"], seed=c["seed"],
                        threads=c["threads"], index=c["index"], program=program and ProgramFile(**program),
                        corpus=c.get("corpus"), corpus_paragraphs=c.get("corpus_paragraphs"), lm_name=c["lm"],
                        default_decoding=c["default_decoding"], method_label=c["label"],
-                       futile_searches=c["futile_searches"])
+                       futile_searches=c["futile_searches"], served_by=build and EngineBuild(**build))
         except (RunError, TypeError, ValueError) as exc:
             raise RunError(f"eir.config tag: {exc}") from None
 
 
 # The eir.config tag's keys, in the order `to_dict` writes them (and those it writes only when set).
 TAG_KEYS = list(RunConfig().to_dict())
-_OPTIONAL_TAG_KEYS = ["program", "corpus", "corpus_paragraphs"]
+_OPTIONAL_TAG_KEYS = ["program", "corpus", "corpus_paragraphs", "served_by"]

@@ -89,7 +89,13 @@ def _run(config: RunConfig | None, held: ExitStack, uri: str, *, experiment: str
         lm = build_lm(config.lm.spec(config.threads))
     except (FileNotFoundError, ModelFetchError, ValueError, EngineBusy, EngineError) as exc:
         raise RunError(str(exc)) from None
+    saved_build = config.served_by
     config = replace(config.with_lm(lm), n=len(questions))
+    if resume_id and saved_build and config.served_by != saved_build:
+        raise RunError(f"run {resume_id} ran on {saved_build.label}, and this machine now serves the embedded model "
+                       f"with {config.served_by.label if config.served_by else 'no embedded server'}: greedy outputs "
+                       "differ between builds, so its questions would not share one condition. Resume it where that "
+                       "engine runs (EIR_LLAMA_SERVER chooses: docs/lm.md, Engines), or start a new run")
     dspy.configure(lm=lm, adapter=DecodingAdapter(config.lm.decoding))
     traces.use_autolog(trace)  # off for a run that did not ask, whatever an earlier run in this process did
     method = METHODS[config.method]
@@ -240,6 +246,8 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
         with dspy.context(futile_searches=config.futile_searches):  # read by programs/setting.py
             record = run_question(program, lm, q, corpus)
         record.update(part_started_at=part_started, finished_at=time.time(), run_id=run_id)
+        if config.served_by:
+            record["served_by"] = config.served_by.label
         return record
 
     if trace:

@@ -50,6 +50,11 @@ class LoggedRun:
         return tuple(as_records(self.records))
 
     @property
+    def served_by(self) -> frozenset[str]:
+        """The embedded model's server builds that answered its questions (empty for other LMs)."""
+        return frozenset(r.served_by for r in self.question_records if r.served_by)
+
+    @property
     def ids(self) -> frozenset[str]:
         return frozenset(r.id for r in self.question_records)
 

@@ -135,6 +135,8 @@ def log_config(config: RunConfig) -> None:
         "request_timeout": lm.request_timeout,
         "H": config.budget, "data_file": config.data_file, "threads": config.threads,
         "engine": lm.engine if str(config.lm_name or "").startswith("local/") else None,
+        # Which llama.cpp build served the embedded model (greedy outputs differ between builds).
+        **(config.served_by.params() if config.served_by else {}),
         "server_args": lm.server_args or None,
         "adapter": "JSONAdapter", "decoding": config.lm.decoding,
         "endpoints": len(lm.api_base or ()),

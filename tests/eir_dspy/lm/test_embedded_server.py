@@ -14,7 +14,7 @@ import mlflow
 import pytest
 
 import eval.run as run_module
-from eir_dspy.lm import embedded_server
+from eir_dspy.lm import embedded_server, server_program
 from eir_dspy.lm.embedded_server import EmbeddedServer, EngineError, ServerConfig, shared_server, stop_shared_server
 from eir_dspy.lm.engine_lock import EngineBusy, EngineLock, lock_path
 from tests.fixtures.served_runs import records_in, write_questions
@@ -23,9 +23,18 @@ ROOT = Path(__file__).resolve().parents[3]
 FAKE = ROOT / "tests" / "fake_llama_server.py"
 
 
+def describe_build(binary: Path, llama_cpp: str, cpu: str = "avx2") -> None:
+    """What scripts/build_llama_server.sh writes beside a binary it built."""
+    binary.with_name("build.json").write_text(json.dumps({"llama_cpp": llama_cpp, "cpu": cpu}))
+
+
 @pytest.fixture
 def fake_binary(tmp_path, monkeypatch):
-    monkeypatch.setenv("EIR_LLAMA_SERVER", str(FAKE))
+    binary = tmp_path / "bin" / "llama-server"  # the stand-in, where a built binary would be
+    binary.parent.mkdir()
+    binary.symlink_to(FAKE)
+    describe_build(binary, "4242")
+    monkeypatch.setenv("EIR_LLAMA_SERVER", str(binary))
     monkeypatch.setenv("EIR_CACHE_DIR", str(tmp_path / "cache"))  # its own engine lock
     monkeypatch.setenv("FAKE_LLAMA_REQUESTS", str(tmp_path / "requests.jsonl"))
     stop_shared_server()
@@ -64,7 +73,7 @@ def test_server_starts_on_a_free_port_with_one_slot_per_question_and_stops(fake_
     server = EmbeddedServer(config(fake_binary, slots=3))
     try:
         assert health(server.url) == 200 and server.alive()
-        argv = server.config.argv("llama-server", server.port)
+        argv = server.config.argv(("llama-server",), server.port)
         assert argv[argv.index("--parallel") + 1] == "3" and argv[argv.index("--ctx-size") + 1] == str(3 * 1024)
         holder = json.loads(lock_path().read_text())
         assert holder["pid"] == os.getpid() and holder["url"] == server.url
@@ -110,10 +119,12 @@ def test_a_server_that_cannot_start_is_a_clear_error_naming_its_log(fake_binary,
     assert EngineLock._fd is None
 
 
-def test_no_binary_is_a_clear_error_saying_how_to_build_one(fake_binary, monkeypatch):
+def test_without_a_wheel_or_a_binary_the_error_says_how_to_get_either(fake_binary, monkeypatch):
     monkeypatch.delenv("EIR_LLAMA_SERVER")
-    with pytest.raises(EngineError, match="scripts/build_llama_server.sh"):
+    monkeypatch.setattr(server_program, "find_spec", lambda name: None)  # xllamacpp not installed
+    with pytest.raises(EngineError, match=r"xllamacpp wheel: `pip install -e .`.*scripts/build_llama_server.sh"):
         EmbeddedServer(config(fake_binary))
+    assert EngineLock._fd is None
 
 
 def test_a_second_engine_in_one_process_is_refused_unless_asked_for_alongside(fake_binary):
@@ -187,6 +198,29 @@ def test_a_default_run_serves_its_questions_in_flight_from_one_server_slot_each(
     assert all(r["response_format"]["type"] == "json_schema" and r["response_format"]["json_schema"]["schema"]["properties"]
                for r in requests)
     assert out["metrics"]["em"] == 100.0 and out["metrics"]["cost_usd"] == 0.0
+    # Which build served it, as the server logged it: params, the config tag and every record.
+    assert (params["engine_build"], params["llama_cpp_build"], params["cpu_variant"]) == ("binary", "4242", "avx2")
+    assert {r["served_by"] for r in out["records"]} == {"binary b4242 avx2"}
+
+
+@pytest.mark.slow  # server processes on loopback
+def test_a_run_is_resumed_only_on_the_build_that_served_it(fake_binary, monkeypatch, capsys):
+    model = run_here(fake_binary, monkeypatch, questions=4)
+    monkeypatch.setenv("FAKE_LLAMA_EXIT_AFTER", "4")  # dies inside the 2nd question: 1 question saved
+    args = ["--lm-path", str(model), "--data", "data.jsonl", "--limit", "4", "--experiment", "test"]
+    with pytest.raises(SystemExit):
+        run_module.main(args)
+    monkeypatch.delenv("FAKE_LLAMA_EXIT_AFTER")
+    run_id = mlflow.search_runs(experiment_names=["test"], output_format="list")[0].info.run_id
+    describe_build(fake_binary / "bin" / "llama-server", "4243")  # another llama.cpp build now serves
+    with pytest.raises(SystemExit) as refused:
+        run_module.main(["--resume", run_id, "--experiment", "test"])
+    assert "ran on binary b4242 avx2" in str(refused.value) and "binary b4243 avx2" in str(refused.value)
+    assert len(records_in(next((fake_binary / "runs").glob("*/results.jsonl")))) == 2  # nothing more was run
+    describe_build(fake_binary / "bin" / "llama-server", "4242")
+    stop_shared_server()  # as a new process would: the running stand-in's program is unchanged, only its build.json
+    out = run_module.main(["--resume", run_id, "--experiment", "test"])
+    assert out["metrics"]["n"] == 4 and {r["served_by"] for r in out["records"]} == {"binary b4242 avx2"}
 
 
 @pytest.mark.slow  # a server process on loopback

@@ -1,5 +1,7 @@
 """Pairing runs, the comparison family, and the tables built from it (no MLflow involved)."""
 
+from dataclasses import replace
+
 import pytest
 
 from eval.compare.error_analysis import evidence_availability, question_diff
@@ -129,3 +131,17 @@ def test_question_diff_lists_each_sides_wins_with_answers_and_evidence():
     assert "**q0** question q0?" in only_eir and "gold: gold q0" in only_eir
     assert "eir: 'x' (F1 1.00); read: G" in only_eir and "direct: 'y' (F1 0.00); read: D" in only_eir
     assert "**q2**" in text.split("### Only direct right (1)")[1]
+
+
+def test_a_pair_served_by_different_llama_cpp_builds_is_compared_with_a_note_naming_both():
+    def served(logged: LoggedRun, build: str) -> LoggedRun:
+        return replace(logged, records=tuple({**r, "served_by": build} for r in logged.records))
+
+    eir, direct = run("eir", [1, 0]), run("direct", [0, 0])
+    same = compare([served(eir, "wheel b11549 avx2"), served(direct, "wheel b11549 avx2")], "eir", resamples=200)
+    assert not any("engines" in n for n in same.notes)
+    mixed = compare([served(eir, "wheel b11549 avx2"), served(direct, "binary b11434 avx512")], "eir", resamples=200)
+    assert len(mixed.comparisons) == 1  # still compared, and said so
+    assert [n for n in mixed.notes if "engines" in n] == [
+        "eir vs direct on hotpotqa / local/m: served by different engines (wheel b11549 avx2 vs binary b11434 avx512); "
+        "greedy outputs differ between builds, so this pair also compares engines"]

@@ -12,6 +12,7 @@ import pytest
 
 import eval.run as run_module
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
+from eir_dspy.lm.server_program import EngineBuild
 from eval.runs.config import TAG_KEYS, LMConfig, ProgramFile, RunConfig
 from eval.runs.errors import RunError
 from eval.runs.flags import run_config
@@ -73,6 +74,15 @@ def test_a_program_and_a_corpus_round_trip_too(tmp_path):
     keys = list(json.loads(corpus.to_tag()))
     assert keys[keys.index("index") + 1:] == ["futile_searches", "corpus", "corpus_paragraphs", "lm", "default_decoding", "label"]
     assert json.loads(ran(c).to_tag())["program"] == {"name": "boot", "path": c.program.path, "sha256": c.program.sha256}
+
+
+def test_the_build_that_served_the_embedded_model_round_trips_and_a_tag_without_one_still_reads():
+    served = replace(ran(config()), served_by=EngineBuild("wheel", "11549", "avx2"))
+    tag = json.loads(served.to_tag())
+    assert tag["served_by"] == {"engine": "wheel", "llama_cpp": "11549", "cpu": "avx2"}
+    assert list(tag)[list(tag).index("futile_searches") + 1] == "served_by"
+    assert RunConfig.from_tag(served.to_tag()) == served
+    assert RunConfig.from_tag(ran(config()).to_tag()).served_by is None  # API models, and runs before it was logged
 
 
 def test_the_config_holds_every_flag_once():
