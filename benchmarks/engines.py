@@ -38,7 +38,7 @@ def run_cell(engine: str, n: int, extra: list[str]) -> dict:
     records = result["records"]
     wall = wall_time(records)
     return {
-        "engine": engine, "build": server.build.label, "n": len(records), "run_id": result["run_id"],
+        "engine": engine, "build": server.build.label, "n": len(records), "args": extra, "run_id": result["run_id"],
         "s_per_q": wall / len(records),
         "prompt_tok_s": spent["prompt_evaluated"] / max(spent["prompt_s"], 1e-9),
         "generated_tok_s": spent["generated"] / max(spent["generation_s"], 1e-9),
@@ -83,14 +83,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--json", type=Path, default=Path("runs/engines.json"))
     args = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     done = json.loads(args.json.read_text()) if args.json.exists() else []
+    def same(c: dict, engine: str) -> bool:  # the cell these flags ask for
+        return c["engine"] == engine and c["n"] == args.n and c.get("args", []) == extra
+
     for engine in args.engines:
-        if any(c["engine"] == engine and c["n"] == args.n for c in done):
+        if any(same(c, engine) for c in done):
             print(f"{engine}: done (in {args.json})", file=sys.stderr)
             continue
         done.append(run_cell(engine, args.n, extra))
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(done, indent=1))
-    print(table([c for e in args.engines for c in done if c["engine"] == e and c["n"] == args.n]))
+    print(table([c for e in args.engines for c in done if same(c, e)]))
 
 
 if __name__ == "__main__":

@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> None:
 def served_by(records) -> str:
     """The line naming the embedded model's server build(s) behind `records` (empty for other LMs);
     a run resumed on another build is named as mixed, since greedy outputs differ between builds."""
-    counts = Counter(r.served_by for r in records if r.served_by)
-    if not counts:
+    counts = Counter(r.served_by or "not recorded" for r in records)
+    if set(counts) <= {"not recorded"}:
         return ""
     line = "served by: " + ", ".join(f"{label} ({n} question{'s' * (n != 1)})" for label, n in counts.most_common())
     return line + ("  warning: mixed engines, not one condition\n" if len(counts) > 1 else "\n")

@@ -26,12 +26,12 @@ FUTILE_SEARCHES_REJECT = "reject"  # the corpus rule before --futile-searches ex
 INVALID_UPDATES_REJECT = "reject"  # EIR's list-update rule before --invalid-updates existed
 
 # The tag's keys in the order RunConfig.to_dict writes them; `program` and `corpus`,
-# `corpus_paragraphs` only when set.
+# `corpus_paragraphs`, `served_by` only when set.
 HEAD_KEYS = ("method", "dataset", "data_file", "n", "seed", "lm_model", "lm_path", "api_base", "price_in",
              "price_out", "temperature", "max_tokens", "decoding", "request_timeout", "budget", "threads", "engine",
              "server_args", "options", "setting", "index", "futile_searches")
 TAIL_KEYS = ("lm", "default_decoding", "label")
-CURRENT_KEYS = frozenset(HEAD_KEYS + TAIL_KEYS + ("program", "corpus", "corpus_paragraphs"))
+CURRENT_KEYS = frozenset(HEAD_KEYS + TAIL_KEYS + ("program", "corpus", "corpus_paragraphs", "served_by"))
 
 # The rules by name, as the migrator reports them.
 RULES = {
@@ -107,6 +107,8 @@ def migrate_config(old: Mapping[str, Any]) -> tuple[dict, list[str]]:
         out["corpus"], out["corpus_paragraphs"] = c["corpus"], c.get("corpus_paragraphs")
     elif "corpus" in c or "corpus_paragraphs" in c:
         applied.append("none_if_absent")  # no corpus: neither key is written
+    if c.get("served_by") is not None:  # the embedded model's server build (issue 41): kept as written
+        out["served_by"] = c["served_by"]
     for key in TAIL_KEYS:
         out[key] = c.get(key)
         if key not in c:

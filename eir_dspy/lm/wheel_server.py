@@ -1,15 +1,16 @@
 """llama.cpp's server from the `xllamacpp` wheel, behind llama-server's own command line.
 
-`python -m eir_dspy.lm.wheel_server --model FILE --port N ...` is the prebuilt engine of the embedded
-model: the project starts it as it starts a built `llama-server` binary (eir_dspy/lm/embedded_server.py,
-same flags, same health check, same log), so the two engines differ only in how llama.cpp was
-compiled (the wheel: AVX2, for any x86-64 CPU; the built binary: AVX-512 where the CPU has it).
-xllamacpp runs llama.cpp's C++ server in this process and listens on the port itself; this module
-only turns the flags into its `CommonParams` and keeps the process alive until it is stopped.
+`python eir_dspy/lm/wheel_server.py --model FILE --port N ...` (or `python -m eir_dspy.lm.wheel_server`)
+is the prebuilt engine of the embedded model. The project starts it as it starts a built
+`llama-server` binary (eir_dspy/lm/embedded_server.py: same flags, health check and log). The two
+differ in their llama.cpp release, their CPU kernels (the wheel: AVX2, for any x86-64 CPU; the built
+binary: AVX-512 where the CPU has it) and the wheel's LLGuidance for JSON schemas (docs/lm.md,
+"Engines"). xllamacpp runs llama.cpp's C++ server in this process and listens on the port itself;
+this module only turns the flags into its `CommonParams` and keeps the process alive until stopped.
 
 Only the flags the project passes, and the few `--server-args` documented in docs/lm.md, are
 understood; any other is refused by name (exit code 2), so a flag is never silently dropped.
-Like llama-server, the log starts with a `build:` line and a `system_info:` line, which
+The log starts with a `build:` line and a `system_info:` line (the CPU features in use), which
 eir_dspy/lm/server_program.py reads to record which engine served a run.
 """
 
@@ -26,7 +27,7 @@ _SWITCHES = {"--no-kv-unified", "--no-ui", "--no-warmup"}
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m eir_dspy.lm.wheel_server", add_help=True,
+    p = argparse.ArgumentParser(prog="python -m eir_dspy.lm.wheel_server", allow_abbrev=False,  # a flag whole or not at all
                                 description="llama.cpp's server from the xllamacpp wheel, with llama-server's flags")
     p.add_argument("--version", action="store_true", help="print the build line and exit")
     p.add_argument("--model", "-m")
@@ -68,8 +69,10 @@ def params_from(args: argparse.Namespace, xlc):
     params.port = args.port
     params.n_ctx = args.ctx_size
     params.n_parallel = args.parallel
-    params.cpuparams.n_threads = args.threads
-    params.cpuparams_batch.n_threads = args.threads_batch if args.threads_batch > 0 else args.threads
+    if args.threads > 0:  # else xllamacpp's own default, as llama-server's
+        params.cpuparams.n_threads = args.threads
+    if args.threads_batch > 0 or args.threads > 0:
+        params.cpuparams_batch.n_threads = args.threads_batch if args.threads_batch > 0 else args.threads
     params.kv_unified = not args.no_kv_unified
     params.ui = not args.no_ui
     params.warmup = not args.no_warmup
@@ -89,6 +92,13 @@ def params_from(args: argparse.Namespace, xlc):
     if args.draft_max is not None:
         params.speculative.draft.n_max = args.draft_max
     return params
+
+
+def stop(*_) -> None:
+    """Leave through Python, so the server shuts down and joins its threads; SIGALRM's default action
+    ends the process if that takes more than 10 s (no parent may be left to kill it)."""
+    signal.alarm(10)
+    sys.exit(0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", flush=True)
         return 1
     print(f"main: server is listening on {server.listening_address}", flush=True)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stop: leave through Python, so the server shuts down
-    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     while True:
         signal.pause()
 

@@ -4,11 +4,12 @@ and the LM they ran with."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dspy
 
-from eir_dspy.lm import DecodingAdapter, build_lm
+from eir_dspy.lm import DecodingAdapter, build_lm, server_build
 from eval.data.loaders import DataError, load_file, resolve_data_file
 from eval.data.schema import Question
 from eval.runs.logged_runs import LoggedRun, SelectionError
@@ -49,5 +50,9 @@ def run_lm(run: LoggedRun, threads: int = 1) -> tuple[dspy.LM, DecodingAdapter]:
     `threads`: questions the analysis re-answers at once (the embedded server's slots)."""
     spec = run.config.lm.spec(threads)
     lm = build_lm(spec)
+    now, then = server_build(lm), run.config.served_by
+    if now and then and now != then:  # the recorded trajectories and the new calls come from different builds
+        print(f"warning: run {run.run_id} was served by {then.label}; this analysis's calls are served by "
+              f"{now.label} (greedy outputs differ between builds: docs/lm.md, Engines)", file=sys.stderr)
     return lm.copy(cache=False), DecodingAdapter(spec.decoding or "free")
 

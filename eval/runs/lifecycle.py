@@ -22,6 +22,7 @@ from eir_dspy.lm import DecodingAdapter, build_lm
 from eir_dspy.lm.embedded_server import EngineError, stop_shared_server
 from eir_dspy.lm.engine_lock import EngineBusy
 from eir_dspy.lm.local_models import ModelFetchError
+from eir_dspy.lm.server_program import EngineBuild
 from eval.data.corpus import BUILD_FULL_INDEX, FULL, build_default_index, corpus_name, default_index_dir
 from eval.data.loaders import DataError, load_questions, resolve_data_file
 from eval.files.program_file import ProgramFileError, load_program, sha256
@@ -91,11 +92,7 @@ def _run(config: RunConfig | None, held: ExitStack, uri: str, *, experiment: str
         raise RunError(str(exc)) from None
     saved_build = config.served_by
     config = replace(config.with_lm(lm), n=len(questions))
-    if resume_id and saved_build and config.served_by != saved_build:
-        raise RunError(f"run {resume_id} ran on {saved_build.label}, and this machine now serves the embedded model "
-                       f"with {config.served_by.label if config.served_by else 'no embedded server'}: greedy outputs "
-                       "differ between builds, so its questions would not share one condition. Resume it where that "
-                       "engine runs (EIR_LLAMA_SERVER chooses: docs/lm.md, Engines), or start a new run")
+    check_build(config, saved_build, resume_id)
     dspy.configure(lm=lm, adapter=DecodingAdapter(config.lm.decoding))
     traces.use_autolog(trace)  # off for a run that did not ask, whatever an earlier run in this process did
     method = METHODS[config.method]
@@ -136,6 +133,28 @@ def _run(config: RunConfig | None, held: ExitStack, uri: str, *, experiment: str
               f"(--resume {run_id} runs them again)", file=sys.stderr)
     print(f"\nMLflow run {run_id} in {uri}. Open the UI with:\n  mlflow ui --backend-store-uri {uri}")
     return {"run_id": run_id, "metrics": metrics, "records": records}
+
+
+def check_build(config: RunConfig, saved: EngineBuild | None, resume_id: str | None) -> None:
+    """Say which llama.cpp build serves the embedded model; a resumed run must be served by the build it
+    started on (greedy outputs differ between builds), else a RunError naming both."""
+    now = config.served_by
+    if now is None:
+        return
+    print(f"embedded model served by {now.label} (docs/lm.md, Engines)", file=sys.stderr)
+    if not resume_id:
+        return
+    if saved is None:
+        print(f"note: run {resume_id} recorded no server build (logged before runs did); its new questions are "
+              f"served by {now.label}", file=sys.stderr)
+    elif now != saved:
+        raise RunError(f"run {resume_id} ran on {saved.label}, and this machine now serves the embedded model with "
+                       f"{now.label}: greedy outputs differ between builds, so its questions would not share one "
+                       "condition. Resume it where that engine runs (EIR_LLAMA_SERVER chooses: docs/lm.md, Engines), "
+                       "or start a new run")
+    elif "unknown" in (saved.llama_cpp, saved.cpu):
+        print(f"note: run {resume_id} ran on {saved.label}; this build cannot be told from another with the same "
+              "unknown parts", file=sys.stderr)
 
 
 def own_experiment(run_id: str, asked: str) -> str:
@@ -246,8 +265,9 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
         with dspy.context(futile_searches=config.futile_searches):  # read by programs/setting.py
             record = run_question(program, lm, q, corpus)
         record.update(part_started_at=part_started, finished_at=time.time(), run_id=run_id)
-        if config.served_by:
-            record["served_by"] = config.served_by.label
+        if config.served_by:  # on the question's record and on each further result from the same calls
+            for each in (record, *(record.get("variants") or {}).values()):
+                each["served_by"] = config.served_by.label
         return record
 
     if trace:

@@ -22,6 +22,12 @@ def test_an_api_models_run_names_no_build():
     assert summary.served_by(records(None, None)) == ""
 
 
+def test_a_run_resumed_after_builds_were_recorded_is_called_mixed():
+    assert summary.served_by(records(None, "wheel b11549 avx2", "wheel b11549 avx2")) == (
+        "served by: wheel b11549 avx2 (2 questions), not recorded (1 question)"
+        "  warning: mixed engines, not one condition\n")
+
+
 def test_a_run_served_by_two_builds_is_called_mixed():
     line = summary.served_by(records("binary b11434 avx512", "wheel b11549 avx2", "binary b11434 avx512"))
     assert line == ("served by: binary b11434 avx512 (2 questions), wheel b11549 avx2 (1 question)"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from eir_dspy.lm.server_program import EngineBuild
 from eval.runs.config import LMConfig, ProgramFile, RunConfig
 from eval.runs.errors import RunError
 from programs.registry import METHODS
@@ -66,7 +67,9 @@ def test_todays_from_dict_refuses_an_old_tag_naming_the_key():
 
 
 def test_current_tags_are_left_as_they_are():
-    for tag in (API, EIR_CORPUS, RunConfig(options={"ablation": "none", "invalid_updates": "discard"}).to_dict()):
+    served = RunConfig(options={"ablation": "none", "invalid_updates": "discard"}, lm_name="local/qwen2.5-coder-1.5b",
+                       served_by=EngineBuild("wheel", "11549", "avx2")).to_dict()  # the build that served it (issue 41)
+    for tag in (API, EIR_CORPUS, RunConfig(options={"ablation": "none", "invalid_updates": "discard"}).to_dict(), served):
         assert mig.migrate_config(tag) == (tag, [])
 
 

