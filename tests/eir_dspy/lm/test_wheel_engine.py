@@ -29,7 +29,8 @@ def test_the_wheel_serves_a_schema_records_its_build_and_stops(llama_server, mon
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen()
-    ports = iter([taken.getsockname()[1]])
+    taken_port = taken.getsockname()[1]
+    ports = iter([taken_port])
     real = embedded_server.free_port
     monkeypatch.setattr(embedded_server, "free_port", lambda: next(ports, None) or real())
     try:
@@ -37,7 +38,7 @@ def test_the_wheel_serves_a_schema_records_its_build_and_stops(llama_server, mon
     finally:
         taken.close()
     try:
-        assert server.port != taken.getsockname()[1]  # the taken port was given up for another
+        assert server.port != taken_port  # the taken port was given up for another
         assert server.build.engine == "wheel" and server.build.llama_cpp.isdigit() and server.build.cpu != "unknown"
         schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
         reply = chat(server.url, {"model": "smol", "max_tokens": 24, "temperature": 0, "seed": 0,
