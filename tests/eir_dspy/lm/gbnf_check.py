@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 
 _TOKEN = re.compile(r'\s*(?:(?P<def>::=)|(?P<name>[a-zA-Z0-9-]+)|(?P<lit>"(?:\\.|[^"\\])*")|(?P<cls>\[(?:\\.|[^\]\\])*\])'
                     r"|(?P<rep>\{\d+(?:,\d*)?\})|(?P<op>[()|?*+]))")
@@ -118,10 +119,17 @@ class Grammar:
         """The grammar as a compiled regular expression, None if it is recursive (the generic
         `value` of a `{}` schema): a schema's grammar is otherwise regular, and `re` reads it fast."""
         if root not in self._compiled:
+            # A string's maxLength of a few hundred nests that many optional groups, and both this builder
+            # and `re`'s parser recurse once a group: near Python's default limit of 1,000 frames, so
+            # whether it fit depended on how deep pytest's own stack was (pytest 9.2 pushed it over).
+            limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(limit, 20_000))
             try:
                 self._compiled[root] = re.compile(self._re(self.rules[root], ()), re.DOTALL)
             except _Recursive:
                 self._compiled[root] = None
+            finally:
+                sys.setrecursionlimit(limit)
         return self._compiled[root]
 
     def _re(self, node, within: tuple) -> str:
