@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server_log_costs import costs  # noqa: E402
+from throughput import compare  # noqa: E402
 
 
 def run_cell(engine: str, n: int, extra: list[str]) -> dict:
@@ -48,15 +49,14 @@ def run_cell(engine: str, n: int, extra: list[str]) -> dict:
         "reads_per_q": sum(r.get("reads") or 0 for r in records) / len(records),
         "f1": 100 * sum(r["answer_f1"] for r in records) / len(records),
         "failed": sum(r.get("error") is not None for r in records),
-        "per_question": [{k: r.get(k) for k in ("id", "prediction", "calls", "evidence_titles")} for r in records],
+        "per_question": [{k: r.get(k) for k in ("id", "prediction", "calls", "prompt_tokens", "completion_tokens",
+                                                "evidence_titles")} for r in records],  # what throughput.compare reads
     }
 
 
 def changed(cell: dict, reference: dict) -> str:
-    ref = {q["id"]: q for q in reference["per_question"]}
-    pairs = [(q, ref[q["id"]]) for q in cell["per_question"] if q["id"] in ref]
-    count = {key: sum(a[key] != b[key] for a, b in pairs) for key in ("prediction", "evidence_titles", "calls")}
-    return f"{count['prediction']} / {count['evidence_titles']} / {count['calls']} of {len(pairs)}"
+    d = compare(cell, reference)
+    return f"{d['answers']} / {d['reads']} / {d['calls']} of {d['of']}"
 
 
 def table(cells: list[dict]) -> str:
@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--json", type=Path, default=Path("runs/engines.json"))
     args = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     done = json.loads(args.json.read_text()) if args.json.exists() else []
+
     def same(c: dict, engine: str) -> bool:  # the cell these flags ask for
         return c["engine"] == engine and c["n"] == args.n and c.get("args", []) == extra
 

@@ -52,7 +52,7 @@ class ServerProgram:
     def build(self, log: str) -> EngineBuild:
         """What this program is, once it has started and written `log` (its log so far)."""
         if self.kind == WHEEL:
-            return read_build(WHEEL, log)
+            return read_wheel_build(log)
         given = Path(self.command[0])  # as named, then where a link leads
         described = next((p for p in (given.with_name("build.json"), given.resolve().with_name("build.json"))
                           if p.is_file()), None)
@@ -63,7 +63,7 @@ class ServerProgram:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise EngineError(f"{described}: not the build description scripts/build_llama_server.sh "
                                   f"writes ({exc}); build again or remove it") from None
-        built = _BUILT_DIR.match(Path(self.command[0]).resolve().parent.name)
+        built = _BUILT_DIR.match(given.resolve().parent.name)
         if built:  # built by the script before it wrote build.json: its folder is <version>-<variant>-<flags hash>
             return EngineBuild(BINARY, built.group(1), built.group(2))
         return EngineBuild(BINARY, _asked_version(self.command[0]), "unknown")
@@ -116,13 +116,13 @@ class EngineBuild:
 
 
 _BUILT_DIR = re.compile(r"^(\d+)\.\d+\.\d+-(avx512|avx2)-[0-9a-f]{8}$")
-_BUILD = re.compile(r"^(?:.*\s)?build: (\d+) ", re.MULTILINE)
+_BUILD = re.compile(r"^build: (\d+) ", re.MULTILINE)  # the line eir_dspy/lm/wheel_server.py writes first
 _CPU = re.compile(r"system_info:.*?CPU : ([^\n]*)")
 _KERNELS = (("AVX512", "avx512"), ("AVX2", "avx2"), ("AVX", "avx"))
 
 
-def read_build(kind: str, log: str) -> EngineBuild:
-    """The build a server logged at start (its first lines), for the program of `kind`."""
+def read_wheel_build(log: str) -> EngineBuild:
+    """The build the wheel's server logged at start (its first lines: eir_dspy/lm/wheel_server.py)."""
     build = _BUILD.search(log)
     cpu = _CPU.search(log)
     if cpu is None:
@@ -131,7 +131,7 @@ def read_build(kind: str, log: str) -> EngineBuild:
         flags = {name.strip(): value.strip() for name, _, value in
                  (part.partition("=") for part in cpu.group(1).split("|")) if value.strip()}
         variant = next((v for flag, v in _KERNELS if flags.get(flag) == "1"), "baseline")
-    return EngineBuild(kind, build.group(1) if build else "unknown", variant)
+    return EngineBuild(WHEEL, build.group(1) if build else "unknown", variant)
 
 
 def _asked_version(binary: str) -> str:

@@ -22,8 +22,6 @@ import sys
 from importlib.metadata import version
 
 WHEEL = "xllamacpp"
-# Flags that take no value; every other understood flag takes one.
-_SWITCHES = {"--no-kv-unified", "--no-ui", "--no-warmup"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -69,10 +67,11 @@ def params_from(args: argparse.Namespace, xlc):
     params.port = args.port
     params.n_ctx = args.ctx_size
     params.n_parallel = args.parallel
+    batch_threads = args.threads_batch if args.threads_batch > 0 else args.threads  # llama-server's fallback
     if args.threads > 0:  # else xllamacpp's own default, as llama-server's
         params.cpuparams.n_threads = args.threads
-    if args.threads_batch > 0 or args.threads > 0:
-        params.cpuparams_batch.n_threads = args.threads_batch if args.threads_batch > 0 else args.threads
+    if batch_threads > 0:
+        params.cpuparams_batch.n_threads = batch_threads
     params.kv_unified = not args.no_kv_unified
     params.ui = not args.no_ui
     params.warmup = not args.no_warmup

@@ -16,7 +16,7 @@ from eir_dspy.lm.server_program import (
     EngineBuild,
     EngineError,
     ServerProgram,
-    read_build,
+    read_wheel_build,
 )
 from eir_dspy.lm.server_program import (
     server_program as chosen,
@@ -90,16 +90,16 @@ def test_the_wheels_build_is_read_from_the_lines_its_server_logs_first():
            "system_info: n_threads = 2 | CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | "
            "BMI2 = 1 | LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | \n"
            "0.00.003.091 I srv  load_model: loading model\n")
-    assert read_build(WHEEL, log) == EngineBuild(WHEEL, "11549", "avx2")
-    assert read_build(WHEEL, log.replace("AVX2 = 1", "AVX2 = 1 | AVX512 = 1")).cpu == "avx512"
-    assert read_build(WHEEL, log.replace("AVX = 1 | AVX2 = 1", "AVX = 0 | AVX2 = 0")).cpu == "baseline"
-    assert read_build(WHEEL, "no such lines") == EngineBuild(WHEEL, "unknown", "unknown")
+    assert read_wheel_build(log) == EngineBuild(WHEEL, "11549", "avx2")
+    assert read_wheel_build(log.replace("AVX2 = 1", "AVX2 = 1 | AVX512 = 1")).cpu == "avx512"
+    assert read_wheel_build(log.replace("AVX = 1 | AVX2 = 1", "AVX = 0 | AVX2 = 0")).cpu == "baseline"
+    assert read_wheel_build("no such lines") == EngineBuild(WHEEL, "unknown", "unknown")
 
 
 def test_the_wheels_build_line_names_the_llama_cpp_release_its_version_ends_in():
     assert wheel_server.build_line() == f"build: {version('xllamacpp').rsplit('.', 1)[-1]} " \
                                         f"(xllamacpp {version('xllamacpp')} prebuilt wheel)"
-    assert read_build(WHEEL, wheel_server.build_line()).llama_cpp == wheel_server.llama_cpp_build()
+    assert read_wheel_build(wheel_server.build_line()).llama_cpp == wheel_server.llama_cpp_build()
 
 
 def test_the_wheel_takes_the_command_line_the_project_gives_llama_server():
