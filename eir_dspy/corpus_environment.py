@@ -13,7 +13,9 @@ Rules (one trial; Appendix H.1):
   - read(id): the paragraph's sentences, only for an id some search of THIS trial returned.
     An invalid read consumes a read attempt as well as the turn. Re-reading is allowed: it
     consumes both and adds no evidence.
-  - The last turn accepts only a submission; anything else ends the trial with no submission.
+  - The last turn accepts only a submission; anything else ends the trial with no submission. The
+    shared loop holds this rule (eir_dspy/episode.py `action_problem`, cause `submit_only_turn`) for
+    every turn-limited trial, the pool's too: every corpus trial has its 12 turns.
 A new trial (Reflexion) starts from a new CorpusEnvironment: nothing found, nothing read.
 """
 
@@ -23,7 +25,7 @@ import json
 
 from eir_dspy.corpus_index import SEARCH_K, CorpusIndex, Hit
 from eir_dspy.environment import citation_hint, render_sentences
-from eir_dspy.rejection import EMPTY_SEARCH, REPEATED_SEARCH, SUBMIT_ONLY_TURN, UNKNOWN_ID, Rejection
+from eir_dspy.rejection import EMPTY_SEARCH, REPEATED_SEARCH, UNKNOWN_ID, Rejection
 from eir_dspy.turns import Action, EpisodeState, Outcome
 
 TURNS, READS = 12, 6  # the corpus setting's defaults: action turns and read attempts per trial
@@ -61,8 +63,6 @@ class CorpusEnvironment:
         return bool(self.unread_ids)
 
     def problem(self, action: Action, episode: EpisodeState) -> Rejection | None:
-        if action.kind != "submit" and episode.on_last_turn:
-            return Rejection(SUBMIT_ONLY_TURN, f"turn {episode.turn} is the last turn and accepts only a submission")
         if action.kind == "search" and self.futile_searches == FUTILE_REJECT:
             terms = self.search_key(action.query)
             if not terms:

@@ -119,8 +119,10 @@ def budget_note(episode: EpisodeState, turns_done: int) -> str:
     EIR (no turn limit: H reads, then one more decision) is told its reads left. A turn-limited
     agent (Direct, SSR, Reflexion: H turns in all, the submit among them; sections 4.2 and H.2) is
     told the turns it has left counting the submit, and, when one turn is left, that only a submit
-    counts on it: a read there would end the episode with nothing submitted. The paper does not say
-    what these agents are told; this tells them the rule they are scored under."""
+    counts on it: anything else there is refused (`submit_only_turn`, eir_dspy/episode.py
+    `action_problem`) and the episode ends with nothing submitted. The paper does not say what these
+    agents are told; this tells them the rule they are scored under. SSR's verify and refine calls
+    get the same text (programs/ssr.py)."""
     if episode.turn_limit is None:
         # B.1: after its H reads EIR has one more decision, and only a submit can run on it.
         return f"({episode.reads_left} reads left)" if episode.reads_left else "(0 reads left: your next action must be submit)"

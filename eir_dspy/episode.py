@@ -11,6 +11,12 @@ the turn (in the corpus setting an invalid read also consumes a read attempt; a 
 list updates are invalid does not). A policy may instead drop the invalid part and let the action
 run (EIR's list updates under `discard`): the turn is accepted and records what was discarded. No
 model output can fail the question.
+
+The last turn of a turn-limited trial (Direct, SSR, Reflexion in the pool; every method in the corpus
+setting) accepts only a submit (`action_problem`): anything else is rejected with `submit_only_turn`,
+nothing of it runs, and the trial ends with no submission. Appendix H.1 states this for the corpus
+setting; the pool text (4.2, B.1) is silent and the project applies the same rule there. EIR in the
+pool has no turn limit (H reads, then one more decision) and is not affected.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Protocol
 
 from eir_dspy.accounting import UnusableOutput, calls_so_far
 from eir_dspy.evidence import EvidenceStore
-from eir_dspy.rejection import NO_ACTION, NO_READS_LEFT, Rejection
+from eir_dspy.rejection import NO_ACTION, NO_READS_LEFT, SUBMIT_ONLY_TURN, Rejection
 from eir_dspy.turns import Action, Environment, Outcome
 
 
@@ -74,6 +80,11 @@ class Episode:
     @property
     def on_last_turn(self) -> bool:
         return self.turn >= self.max_turns
+
+    @property
+    def submit_only(self) -> bool:
+        """This turn accepts only a submit: the last turn of a turn-limited trial (`action_problem`)."""
+        return self.turn_limit is not None and self.on_last_turn
 
     @property
     def reads_left(self) -> int:
@@ -144,10 +155,16 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
 
 
 def action_problem(action: Action, episode: Episode) -> Rejection | None:
-    """Why `action` cannot run now under the budget rules every method and setting shares, or None."""
+    """Why `action` cannot run now under the budget rules every method and setting shares, or None.
+
+    The one place of the submit-only last turn: on the last turn of a turn-limited trial anything
+    but a submit is refused (H.1 for the corpus; the pool text is silent, and the project applies the
+    same rule to the pool's turn-limited methods). A read with no read left keeps its own cause."""
     if action.kind == "read" and episode.reads_left <= 0:
         rest = " or ".join(kind for kind in episode.env.action_kinds if kind != "read")
         return Rejection(NO_READS_LEFT, f"the read budget of {episode.budget} is used up; the only valid actions now: {rest}")
+    if action.kind != "submit" and episode.submit_only:
+        return Rejection(SUBMIT_ONLY_TURN, f"turn {episode.turn} is the last turn and accepts only a submission")
     return None
 
 

@@ -25,7 +25,9 @@ UNKNOWN_ID = "unknown_id"  # a corpus read of an id no search in this trial retu
 REPEATED_SEARCH = "repeated_search"  # a corpus search with the same indexed terms as an earlier one
 EMPTY_SEARCH = "empty_search"  # a corpus search with no indexed word
 SEARCH_IN_POOL = "search_in_pool"  # a search in the distractor setting, which has none
-SUBMIT_ONLY_TURN = "submit_only_turn"  # anything but a submit on the corpus setting's last turn
+# anything but a submit on the last turn of a turn-limited trial: the corpus setting's (H.1), and the
+# pool's for Direct, SSR and Reflexion (the project's choice; EIR in the pool has no turn limit)
+SUBMIT_ONLY_TURN = "submit_only_turn"
 LEGACY = "invalid_action"  # what older records hold for any of the above
 
 

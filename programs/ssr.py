@@ -7,8 +7,13 @@ Verification always runs, so a turn costs 2 + 3 x votes calls, plus one when a s
 
 What the three added calls see (a choice: D.1 does not say; `SSR.seen`): the question and the
 sentences read in this trial, grouped by paragraph; verify and refine also see what can be acted on
-now (the unread titles, or in the corpus the search results), as they may name a new action. No
-earlier thought or action: the proposal (its thought and action) is the only reasoning shown.
+now (the unread titles, or in the corpus the search results) and the turns left (`turns_left`: in
+the pool the text Direct's turn gets), as they may name a new action. No earlier thought or action:
+the proposal (its thought and action) is the only reasoning shown.
+
+D.1 asks for a valid action, so a refinement or an agreed correction is used only when it could run
+now (`SSRPolicy._usable`, with the loop's own rules): on the last turn, which accepts only a submit
+(eir_dspy/episode.py `action_problem`), neither can turn the proposal into a read or a search.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from eir_dspy.acceptance import JSON_ONLY
 from eir_dspy.accounting import lm_call
 from eir_dspy.answer_text import normalize_answer
 from eir_dspy.corpus_index import CorpusIndex
+from eir_dspy.environment import budget_note
 from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_episode
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.turns import to_action
@@ -65,6 +71,13 @@ def max_calls(budget: int, setting: str, options: SSROptions) -> int:
     (programs/ssr_voting.step_to_refine picks at most one step); the agreed-correction fallback makes
     no call. Turns as Direct's: H in the pool, 12 in the corpus."""
     return most_turns(setting, budget, budget) * (1 + 1 + len(STEPS) * options.votes + 1)
+
+
+def turns_left(episode: Episode) -> str:
+    """What verify and refine are told of the budget on this turn, e.g. `(1 turn left, the last: only a
+    submit counts on it)`: in the pool the note Direct's turn gets with its last result; in the corpus
+    the same note of its 12 turns (Direct's corpus turn is told only its reads left)."""
+    return budget_note(episode, episode.turn - 1)
 
 
 _ACTION = re.compile(r"^\s*(search|read|submit)\b\s*:?\s*(.*?)\s*$", re.IGNORECASE | re.DOTALL)
@@ -161,8 +174,8 @@ class SSRPolicy(DirectPolicy):
         if self.program.verifier_temperature > 0:
             # Distinct rollout ids (and seeds) make the votes independent samples, not one cached answer.
             config.update(rollout_id=vote, seed=vote)
-        out = lm_call("verify", self.calls.verify, question=episode.question, **seen,
-                      **episode.env.catalogue(), steps=steps_text, step=step, config=config, on_unusable=None)
+        out = lm_call("verify", self.calls.verify, question=episode.question, **seen, **episode.env.catalogue(),
+                      turns_left=turns_left(episode), steps=steps_text, step=step, config=config, on_unusable=None)
         if out is None:  # an unreadable judgment does not vote
             return Judgment(None)
         correction = out.correction.strip()
@@ -170,8 +183,8 @@ class SSRPolicy(DirectPolicy):
         return Judgment(out.verdict, float(out.confidence), correction, key)
 
     def _refine(self, episode: Episode, seen: dict, steps_text: str, chosen: StepVote) -> Proposal | None:
-        out = lm_call("refine", self.calls.refine, question=episode.question, **seen,
-                      **episode.env.catalogue(), steps=steps_text, step=chosen.step,
+        out = lm_call("refine", self.calls.refine, question=episode.question, **seen, **episode.env.catalogue(),
+                      turns_left=turns_left(episode), steps=steps_text, step=chosen.step,
                       correction=chosen.agreed.correction, config=action_config("refine", episode, plan=False),
                       on_unusable=None)
         if out is None:

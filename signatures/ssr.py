@@ -4,7 +4,9 @@ The proposal itself is Direct's turn (the paper, B.3: SSR adds verification and 
 Direct's inputs). What these three calls see besides the proposal is a choice (D.1 does not say):
 the question, the sentences the agent has read in this trial (what a step's facts are checked
 against), and, where an action may be corrected or rewritten, what can be acted on now (the unread
-titles; in the corpus setting the search results). No earlier thoughts or actions.
+titles; in the corpus setting the search results) and the turns left (eir_dspy/environment.py
+`budget_note`, in the pool the text Direct's turn gets with its last result: on the last turn only a
+submit counts). No earlier thoughts or actions.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ STEPS = ("facts", "justification", "action")
 
 _EVIDENCE = dspy.InputField(desc="the sentences the agent has read so far, grouped by paragraph title, "
                                  "each labelled [sentence index]")
+_TURNS_LEFT = dspy.InputField(desc="the agent's turns left, this one included; on its last turn only a submit counts")
 
 
 class DecomposeProposal(dspy.Signature):
@@ -45,6 +48,7 @@ class VerifyStep(dspy.Signature):
     question: str = dspy.InputField()
     evidence: str = _EVIDENCE
     unread_titles: str = dspy.InputField(desc="paragraphs the agent can still read")
+    turns_left: str = _TURNS_LEFT
     steps: str = dspy.InputField(desc="the agent's facts, justification and action")
     step: str = dspy.InputField(desc="the step to check")
     verdict: Literal["accept", "reject"] = dspy.OutputField()
@@ -60,6 +64,7 @@ class RefineStep(dspy.Signature):
     question: str = dspy.InputField()
     evidence: str = _EVIDENCE
     unread_titles: str = dspy.InputField(desc="paragraphs the agent can still read")
+    turns_left: str = _TURNS_LEFT
     steps: str = dspy.InputField(desc="the agent's facts, justification and action")
     step: str = dspy.InputField(desc="the step to rewrite")
     correction: str = dspy.InputField(desc="the verifiers' agreed correction")

@@ -41,6 +41,8 @@ def status(record: dict | QuestionRecord) -> str:
         turns, forced_end = trajectory.trials[-1]["turns"], trajectory.trials[-1]["forced_end"]
     else:
         turns, forced_end = trajectory.turns, trajectory.forced_end
+    # Only a last turn that could not be parsed makes the answer unreadable: one refused for what it asked
+    # (a read on the submit-only last turn, an invalid submit, ...) was read, so the forced end is a wrong answer.
     if forced_end and turns and not turns[-1]["accepted"] and turns[-1]["rejection_cause"] in UNPARSEABLE:
         return UNREADABLE
     return READABLE
@@ -87,7 +89,8 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         markdown(head, rows),
         "Unreadable: submit methods (Direct, SSR, Reflexion's last trial) ended with no accepted submit after a "
         "last turn whose output could not be parsed (not JSON, text around the JSON object, missing field, wrong "
-        "type, no action, unusable); "
+        "type, no action, unusable); a last turn refused for what it asked (a read or search on the submit-only "
+        "last turn, an invalid submit) was read, so that forced end is a wrong answer, not unreadable; "
         "EIR and Full Pool: the final call's output could not be parsed. *failed*: raised before an output was "
         "recorded; the share is of the other questions. Counting (a choice: C.2 does not say what a 'response' is): "
         "the unreadable share is per question, of the output the method is scored on; 'unparseable outputs / "

@@ -29,8 +29,11 @@ CATEGORIES: dict[str, frozenset[str]] = {
     # unknown: an EIR list update revising an entry that does not exist; unfound: a corpus read of an id no search returned
     "unknown or unfound id": frozenset({rejection.UNKNOWN_LIST_ID, rejection.UNKNOWN_ID}),
     "repeated search": frozenset({rejection.REPEATED_SEARCH}),
+    # anything but a submit on a turn-limited trial's last turn (the corpus's, H.1; the pool's Direct family):
+    # the paper counts these apart ("attempt reading or searching on the final turn", H.4)
+    "non-submit on the last turn": frozenset({rejection.SUBMIT_ONLY_TURN}),
 }
-OTHER = "other"  # empty_answer, all_read, empty_search, search_in_pool, submit_only_turn, invalid_dependency
+OTHER = "other"  # empty_answer, all_read, empty_search, search_in_pool, invalid_dependency
 COLUMNS = (*CATEGORIES, OTHER)
 
 
@@ -77,10 +80,11 @@ def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:
         "(methods that accept JSON only), or otherwise unusable; missing field or wrong type: includes an output "
         "that named no action and an EIR sentence position that is not an integer; invalid citation: a submit's or "
         "an EIR list update's citation of a sentence not read; unknown or unfound id: an EIR list update of an "
-        "entry that does not exist, a corpus read of an id no search returned; other: empty answer, read "
-        "with every paragraph read, empty search, search in the distractor setting, a non-submit on the "
-        "corpus setting's submit-only last turn, a repair ablation's self-dependency, and older runs' undivided "
-        "invalid_action.")
+        "entry that does not exist, a corpus read of an id no search returned; non-submit on the last turn: a "
+        "read or search on the last turn of a turn-limited trial, which accepts only a submit (the corpus "
+        "setting's turn 12; in the pool, Direct's, SSR's and Reflexion's turn H); other: empty answer, read "
+        "with every paragraph read, empty search, search in the distractor setting, a repair ablation's "
+        "self-dependency, and older runs' undivided invalid_action.")
     return report
 
 

@@ -19,7 +19,7 @@ from eval.compare.error_analysis import Availability, availability_table, eviden
 from eval.compare.families import H_SWEEP, Family, checked, load_families, parse_cli_family
 from eval.compare.pairs import ComparedRuns, compare
 from eval.compare.plots import evidence_bars, f1_em_vs_h, f1_vs_calls
-from eval.compare.tables import comparison_details, comparisons_csv, support_table, table1, table9
+from eval.compare.tables import comparison_details, comparisons_csv, runs_table, support_table, table1, table9
 from eval.runs import tracking
 from eval.runs.logged_runs import LoggedRun, SelectionError, select_runs
 from eval.scoring.health import RunWarning, warnings_for
@@ -82,6 +82,7 @@ def report(grid: ComparedRuns, availability: list[Availability],
         **({"degenerate_runs.md": degenerate_text(degenerate)} if degenerate else {}),
         "table1.md": f"# Table 1: {grid.reference} against the baselines\n\n{table1(grid)}\n",
         "statistics.md": f"# Paired statistics\n\n{comparison_details(grid)}\n",
+        "runs.md": f"# Runs: scores, cost and behaviour\n\n{runs_table(grid)}\n",
         "table9.md": f"# Table 9: averages over datasets and LMs\n\n{table9(grid)}\n",
         "support.md": f"# Supporting facts and joint scores\n\n{support_table(grid)}\n",
         "evidence_availability.md": f"# Evidence availability of errors\n\n{availability_table(availability)}\n",
@@ -136,7 +137,7 @@ def run_comparison(options: CompareOptions) -> dict:
     availability = [evidence_availability(grid.runs[k]) for k in sorted(grid.runs)]
     degenerate = degenerate_runs(grid)
     files = report(grid, availability, degenerate)
-    for name in ("degenerate_runs.md", "table1.md", "statistics.md", "table9.md", "support.md",
+    for name in ("degenerate_runs.md", "table1.md", "statistics.md", "runs.md", "table9.md", "support.md",
                  "evidence_availability.md", *(f"table{k}.md" for k in range(10, 15))):
         if name in files:
             print(files[name])

@@ -60,16 +60,18 @@ def default_families(runs: Iterable[LoggedRun], reference: str) -> list[Family]:
         return []
 
     def sibling(ablation: str) -> str | None:
-        """R's own ablation run: same method label and budget."""
+        """R's own ablation run: same method label, budget and program."""
         return next((v for v, r in sorted(by_variant.items())
-                     if _label(r) == _label(ref) and r.budget == ref.budget and r.ablation == ablation), None)
+                     if _label(r) == _label(ref) and r.budget == ref.budget and r.ablation == ablation
+                     and _program(r) == _program(ref)), None)
 
     # R's ablations and other budgets are its own variants, not baselines.
-    # Baselines ran in R's condition: same H, setting and decoding (a corpus or a strict-decoded run
-    # is never a baseline of a pool EIR run decoded by default).
+    # Baselines ran in R's condition: same H, setting, decoding and program (a corpus, a strict-decoded
+    # or a compiled run is never a baseline of a zero-shot pool EIR run decoded by default; the runs of
+    # a compiled program are paired by the families a grid or --family names).
     baselines = sorted(v for v, r in by_variant.items()
                        if r.budget == ref.budget and r.ablation == "none" and _label(r) != _label(ref)
-                       and r.setting == ref.setting and r.decoding == ref.decoding)
+                       and r.setting == ref.setting and r.decoding == ref.decoding and _program(r) == _program(ref))
     sweep = sorted((v for v, r in by_variant.items() if _sweep(r) == _sweep(ref) and r.budget != ref.budget),
                    key=lambda v: by_variant[v].budget)
     # Pool: Table 6 adjusts each baseline's comparisons over the dataset x LM columns (Full Pool's
@@ -178,6 +180,11 @@ def _family(name: str, pairs: list[Pair], per_column: bool, where: str, per_pair
 
 def _label(run: LoggedRun) -> str:
     return run.label or run.variant  # runs built by hand may leave label and sweep empty
+
+
+def _program(run: LoggedRun) -> str | None:
+    """The compiled program's name a run loaded (None: zero-shot; RunConfig.program)."""
+    return run.config.program.name if run.config.program else None
 
 
 def _sweep(run: LoggedRun) -> str:

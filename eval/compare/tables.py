@@ -8,7 +8,9 @@ import math
 from statistics import mean
 
 from eval.compare.pairs import Column, ComparedRuns, run_means
-from eval.scoring.formatting import column_name, fmt_p, interval, markdown
+from eval.scoring.formatting import DASH, column_name, fmt_p, interval, markdown
+from eval.scoring.health import warnings_for
+from eval.scoring.run_metrics import RUN_ROW_KEYS, run_row
 
 BELOW, ABOVE = "*", "+"
 RATIOS = ("answer_f1", "calls", "tokens", "cost_usd")  # Table 9's ratios to the reference, in column order
@@ -94,6 +96,32 @@ def support_table(grid: ComparedRuns) -> str:
     note = ("Means over each run's questions (0-100). Joint EM/F1 are HotpotQA's (answer x support); "
             "2Wiki's official joint also needs evidence triples and MuSiQue has none, so they are '–' there.")
     return markdown(["column", "method", "n", *(name for _, name in keys)], rows) + "\n\n" + note
+
+
+def runs_table(grid: ComparedRuns) -> str:
+    """Per run (every variant placed, in every column it ran in): its scores, calls, reads and the
+    behaviour that says whether they mean much (RUN_ROW_KEYS), and the codes of its warnings
+    (eval.scoring.health; the lines themselves are in degenerate_runs.md)."""
+    rows = []
+    for column in grid.columns:
+        for variant in grid.variants:
+            run = grid.run(variant, column)
+            if run is None:
+                continue
+            m = run_row(run.question_records)
+            warnings = warnings_for(run.name or run.variant, run.question_records, method=run.config.method,
+                                    max_tokens=run.config.lm.max_tokens)
+            rows.append([column_name(column), variant, str(len(run.records)),
+                         *(fmt.format(m[k]) if k in m else DASH for k, _, fmt in RUN_ROW_KEYS),
+                         ", ".join(w.code for w in warnings) or DASH])
+    head = ["column", "variant", "n", *(name for _, name, _ in RUN_ROW_KEYS), "warnings"]
+    note = ("Means over each run's questions; scores 0-100. rejected: share of all turns rejected; no submit: share "
+            "of episodes (Reflexion: trials) that ended without a valid submit (EIR answers in a final call after "
+            "its episode, so for EIR it is no failure); fallbacks/q: pool reads whose title named no unread "
+            "paragraph, so the pool read its first unread one instead; s/q: each question's own time. "
+            f"{DASH}: the run has none (Full Pool: no episodes). warnings: the codes of the run's degenerate-run "
+            "warnings (docs/experiments.md, Degenerate runs).")
+    return markdown(head, rows) + "\n\n" + note
 
 
 def comparisons_csv(grid: ComparedRuns) -> str:

@@ -27,6 +27,7 @@ from eval.runs import tracking
 from eval.runs.config import options_for
 from eval.runs.errors import RunError
 from eval.runs.execute import run_question
+from eval.runs.flags import positive_int
 from eval.scoring.run_metrics import summarize
 from programs import names
 from programs.registry import METHODS
@@ -37,37 +38,40 @@ MODEL_FREE = ("none", "labeled")  # optimizers that make their demos without cal
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m eval.compile", description=__doc__.splitlines()[0])
-    # Oracle-stopped Reflexion takes the gold answer's verdict at run time, which no optimizer passes.
-    p.add_argument("--method", default=names.EIR, choices=sorted(n for n, m in METHODS.items() if not m.needs_oracle))
+    p.add_argument("--method", default=names.EIR, choices=sorted(METHODS),
+                   help="reflexion (oracle-stopped: it takes the gold answer's verdict at run time, which no "
+                        "optimizer passes) compiles with --optimizer none --demos gold only")
     p.add_argument("--optimizer", required=True, choices=OPTIMIZERS,
                    help="labeled: dspy.LabeledFewShot; bootstrap: dspy.BootstrapFewShot; gepa: dspy.GEPA "
                         "(instructions); none: no optimizer (with --demos gold)")
     p.add_argument("--demos", default="bootstrap", choices=DEMOS,
                    help="bootstrap: the optimizer's own demos; gold: gold episodes built from the supporting facts "
-                        "(no model call); both: gold, then the optimizer's")
+                        "(no model call; every method: eval/compile/gold_scripts.py); both: gold, then the optimizer's")
     p.add_argument("--train", required=True, metavar="FILE",
                    help="training questions: hotpot_dev_distractor.rpt_sample300_seed2.jsonl")
     p.add_argument("--dev", required=True, metavar="FILE",
                    help="selection questions: hotpot_dev_distractor.rpt_sample500_seed1.jsonl")
     p.add_argument("--dataset", default="hotpotqa", choices=DATASETS)
-    p.add_argument("--n-train", type=_positive, default=20, metavar="K", help="training questions used (default 20)")
-    p.add_argument("--n-dev", type=_positive, default=20, metavar="K", help="dev questions used (default 20)")
+    p.add_argument("--n-train", type=positive_int, default=20, metavar="K", help="training questions used (default 20)")
+    p.add_argument("--n-dev", type=positive_int, default=20, metavar="K", help="dev questions used (default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of both question samples, as eval.run --seed")
     p.add_argument("--metric", default="f1", choices=METRICS,
                    help="f1: answer F1; f1+support: the mean of answer F1 and support F1")
     p.add_argument("--score", default="train+dev", choices=SCORES,
                    help="splits scored before and after compiling (default train+dev); none: score with "
                         "eval.run runs of the zero-shot and the compiled program instead (paired in eval.compare)")
-    p.add_argument("--budget", type=_positive, default=6, help="H: paragraph reads per question")
+    p.add_argument("--budget", type=positive_int, default=6, help="H: paragraph reads per question")
     p.add_argument("--max-bootstrapped-demos", type=int, default=Settings.max_bootstrapped_demos)
     p.add_argument("--max-labeled-demos", type=int, default=Settings.max_labeled_demos,
                    help="LabeledFewShot's k; BootstrapFewShot's labeled demos")
     p.add_argument("--metric-threshold", type=float, default=Settings.metric_threshold,
                    help="BootstrapFewShot keeps a question's trace as demos when its metric reaches this")
-    p.add_argument("--gold-episodes", type=_positive, default=Settings.gold_episodes,
-                   help="--demos gold/both: training questions whose gold episodes become demos")
+    p.add_argument("--k", "--gold-episodes", dest="k", type=positive_int, default=Settings.k,
+                   help="--demos gold/both: the demonstration budget, in training questions whose gold episodes "
+                        "become demos: the first k that give one for every method, so every method compiled at "
+                        "one k is taught on the same questions (default %(default)s)")
     p.add_argument("--gepa-auto", default=Settings.gepa_auto, choices=GEPA_AUTO, help="GEPA's budget preset")
-    p.add_argument("--gepa-max-metric-calls", type=_positive, default=None,
+    p.add_argument("--gepa-max-metric-calls", type=positive_int, default=None,
                    help="GEPA's budget in program runs (replaces --gepa-auto)")
     add_lm_flags(p)
     p.add_argument("--name", default=None, help="the program's name in variants: eir compiled=NAME "
@@ -83,8 +87,9 @@ def main(argv: list[str] | None = None) -> dict:
     path = Path(args.out) / f"{name}.json"
     try:
         check_choice(args.optimizer, args.demos)
-        if args.demos != "bootstrap" and args.method != names.EIR:
-            raise ValueError("gold demos are EIR episodes (eval/compile/gold_demos.py): use them with --method eir")
+        if METHODS[args.method].needs_oracle and (args.optimizer, args.demos) != ("none", "gold"):
+            raise ValueError(f"--method {args.method} takes the gold answer's verdict at run time, which no optimizer "
+                             "passes: compile it with --optimizer none --demos gold")
         if not NAME.match(name):
             raise ValueError(f"--name {name!r}: use letters, digits, '.', '_' or '-'")
         if path.exists():
@@ -97,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     dspy.configure(lm=lm, adapter=DecodingAdapter(decoding))
     settings = Settings(metric=args.metric, max_bootstrapped_demos=args.max_bootstrapped_demos,
                         max_labeled_demos=args.max_labeled_demos, metric_threshold=args.metric_threshold,
-                        gold_episodes=args.gold_episodes, gepa_auto=args.gepa_auto,
+                        k=args.k, gepa_auto=args.gepa_auto,
                         gepa_max_metric_calls=args.gepa_max_metric_calls)
     options = options_for(args.method)  # as eval.run resolves them with no option flags (what --program checks)
 
@@ -109,7 +114,7 @@ def main(argv: list[str] | None = None) -> dict:
               "n_train": len(train), "n_dev": len(dev), "seed": args.seed, "lm": lm_name, "decoding": decoding, "score": args.score,  # noqa: E501
               "temperature": args.temperature, "max_tokens": args.max_tokens, "H": args.budget,
               "threads": args.threads, "optimizer_threads": 1, **options,
-              **settings.params(args.optimizer, args.demos)}
+              **settings.params(args.optimizer, args.demos, args.method)}
     uri = tracking.setup(args.experiment)
     run_id = track.start(f"compile {name} / {args.dataset} / {lm_name}", params)
     t0 = time.perf_counter()
@@ -126,7 +131,8 @@ def main(argv: list[str] | None = None) -> dict:
                 "optimizer": args.optimizer, "demos": args.demos, "metric": args.metric, "lm": lm_name,
                 "decoding": decoding, "default_decoding": default_decoding, "train_file": Path(args.train).name,
                 "dev_file": Path(args.dev).name, "n_train": len(train), "compile_run_id": run_id,
-                "settings": settings.params(args.optimizer, args.demos)}
+                "settings": settings.params(args.optimizer, args.demos, args.method),
+                "demo_questions": info.get("demo_questions")}
         sha = save_program(compiled, path, meta)
         track.log_program(str(path), sha)
         loaded = fresh()
@@ -166,13 +172,6 @@ def _score(phase: str, program: dspy.Module, lm, train, dev, args) -> dict[str, 
         track.log_scores(phase, split, metrics, records)
         out[split] = metrics["score"]
     return out
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
 
 
 if __name__ == "__main__":

@@ -1,40 +1,40 @@
-"""Gold demonstrations: the episode a good EIR agent would have on a training question, built from
-its gold supporting facts with no model call. The episode, and how the real EIR program renders it
-(GoldAdapter in place of the model, so the demos cannot drift from its prompts): docs/experiments.md, "Compiling a program".
+"""Gold demonstrations: the calls a good agent of each method would make on a training question,
+built from its gold supporting facts with no model call. The real program runs with the gold outputs
+in place of the model (GoldAdapter) and each call's inputs and outputs are read off DSPy's trace, so
+a demo is word for word a call the program would prompt and cannot drift from its prompts. What each
+method's gold agent writes: eval/compile/gold_scripts.py; docs/experiments.md, "Compiling a program".
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import dspy
+import orjson
 
 from eir_dspy.lm import DecodingAdapter
-from eir_dspy.state import Citation, ConclusionUpdate, RequirementUpdate
-from signatures.eir_turn import EIRAction
+from eval.compile.gold_scripts import (  # noqa: F401  (the skip reasons, re-exported for callers)
+    FEW_DISTRACTORS,
+    NO_FACTS,
+    RECIPES,
+    SENTENCE_MISSING,
+    TITLE_NOT_IN_POOL,
+    TOO_MANY_READS,
+    GoldFacts,
+    GoldRun,
+    gold_facts,
+)
 
 logger = logging.getLogger(__name__)
 
-# Named choices (the paper has no demonstrations): logged by the compile run as params.
-READ_ORDER = "supporting_facts"  # gold paragraphs are read in the order their facts are first listed
-REQUIREMENT_TEXT = "what {title} says that the question needs"
-CLAIM_CHARS = 200  # a claim longer than the strict grammar's cap on it (signatures/schemas.py) is cut
-GOLD_DEMO_PARAMS = {"gold_read_order": READ_ORDER, "gold_requirement_text": REQUIREMENT_TEXT,
-                    "gold_claim_chars": CLAIM_CHARS}
-
-# Why a question gives no gold episode (GoldDemos.skipped counts them).
-NO_FACTS = "no_supporting_facts"
-TITLE_NOT_IN_POOL = "gold_title_not_in_pool"
-SENTENCE_MISSING = "gold_sentence_missing"  # past its paragraph's end, or blank
-TOO_MANY_READS = "more_gold_paragraphs_than_reads"
 DIVERGED = "episode_diverged"  # the program did not take the gold decisions as given (a bug if it happens)
 
 
 class GoldDemos(dict):
-    """Demos keyed by EIR's predictor names ("turn", "answer.predict"), plus what was left out."""
+    """Demos keyed by the program's predictor names ("turn", "answer.predict", ...), plus what was left out."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -42,100 +42,69 @@ class GoldDemos(dict):
         self.questions = 0  # questions that gave an episode
 
 
-def gold_demos(examples: Iterable[Any], budget: int = 6) -> GoldDemos:
-    """Gold turn and final demos for pool-setting EIR at read budget `budget`.
+def gold_demos(examples: Iterable[Any], budget: int = 6, method: str = "eir") -> GoldDemos:
+    """Gold demos for `method`'s pool-setting program at read budget `budget`, keyed by predictor
+    name. Within one question a call identical to one already kept (SSR's votes on one step) gives
+    one demo. Makes no model call."""
+    from programs.registry import METHODS  # eval -> programs: the program whose prompts the demos must match
 
-    `examples`: eval.data.schema.Question objects, or anything with their attributes (question, answer,
-    paragraphs, supporting_facts), e.g. a dspy.Example holding them. Makes no model call."""
-    from programs import names  # eval -> programs: the program whose prompts the demos must match
-    from programs.registry import METHODS
-
-    program = METHODS[names.EIR].build(budget)
-    names = {id(p): name for name, p in program.named_predictors()}
+    recipe = RECIPES[method]
     demos = GoldDemos()
     for example in examples:
-        script, reason = gold_script(example, budget)
-        if reason is None:
-            trace, reason = _run(program, example, script)
-        if reason is not None:
-            demos.skipped[reason] += 1
+        facts, reason = gold_facts(example)
+        runs = recipe(facts, budget) if reason is None else reason
+        if isinstance(runs, str):
+            demos.skipped[runs] += 1
+            continue
+        program = METHODS[method].build(budget)
+        names = {id(p): name for name, p in program.named_predictors()}
+        traces = [_run(program, facts, run) for run in runs]
+        if any(t is None for t in traces):
+            demos.skipped[DIVERGED] += 1
             continue
         demos.questions += 1
-        for predictor, inputs, prediction in trace:
-            outputs = {k: prediction[k] for k in predictor.signature.output_fields}
-            demos.setdefault(names[id(predictor)], []).append(dspy.Example(**inputs, **outputs).with_inputs(*inputs))
+        mine: dict[str, list] = {}
+        for run, trace in zip(runs, traces):
+            for predictor, inputs, prediction in trace:
+                name = names[id(predictor)]
+                if run.keep is None or name in run.keep:
+                    outputs = {k: prediction[k] for k in predictor.signature.output_fields}
+                    _add(mine.setdefault(name, []), dspy.Example(**inputs, **outputs).with_inputs(*inputs))
+        for name, items in mine.items():
+            demos.setdefault(name, []).extend(items)
     if demos.skipped:
-        logger.info("gold demos: %d questions, skipped %s", demos.questions, dict(demos.skipped))
+        logger.info("gold demos (%s): %d questions, skipped %s", method, demos.questions, dict(demos.skipped))
     return demos
 
 
-def gold_script(example: Any, budget: int) -> tuple[list[dict] | None, str | None]:
-    """The outputs a gold agent writes, call by call (turns, then the final call), or why there are none."""
-    facts = [(str(t), int(i)) for t, i in example.supporting_facts]
-    if not facts:
-        return None, NO_FACTS
-    by_title = {p.title: p for p in example.paragraphs}
-    titles = list(dict.fromkeys(t for t, _ in facts))
-    if any(t not in by_title for t in titles):
-        return None, TITLE_NOT_IN_POOL
-    if len(titles) > budget:
-        return None, TOO_MANY_READS
-    sentences = _gold_sentences(facts, by_title)
-    if sentences is None:
-        return None, SENTENCE_MISSING
-
-    requirements = [REQUIREMENT_TEXT.format(title=t) for t in titles]
-    turns = [_turn([RequirementUpdate(text=r) for r in requirements], [], EIRAction(kind="read", title=titles[0]))]
-    for k, title in enumerate(titles):
-        # Requirement ids follow the order they were added (eir_dspy/state.py AgentLists.apply): R1 is titles[0].
-        satisfied = RequirementUpdate(id=f"R{k + 1}", text=requirements[k], status="satisfied")
-        conclusion = ConclusionUpdate(claim=_claim([text for _, text in sentences[title]]),
-                                      citations=[Citation(title=title, sentence=i) for i, _ in sentences[title]])
-        last = k == len(titles) - 1
-        action = EIRAction(kind="submit", answer=example.answer) if last else EIRAction(kind="read", title=titles[k + 1])
-        turns.append(_turn([satisfied], [conclusion], action))
-    final = {"answer": example.answer, "citations": [Citation(title=t, sentence=i) for t, i in facts]}
-    return turns + [final], None
+def _add(kept: list, demo: dspy.Example) -> None:
+    if not any(_same(demo, other) for other in kept):
+        kept.append(demo)
 
 
-def _gold_sentences(facts, by_title) -> dict[str, list[tuple[int, str]]] | None:
-    """Each gold title's cited (index, sentence text), in fact order; None if a fact names no sentence."""
-    out: dict[str, list[tuple[int, str]]] = {}
-    for title, i in facts:
-        sentences = by_title[title].sentences
-        if not 0 <= i < len(sentences) or not sentences[i].strip():
-            return None
-        out.setdefault(title, []).append((i, sentences[i].strip()))
-    return out
+def _same(a: dspy.Example, b: dspy.Example) -> bool:
+    return orjson.dumps(a.toDict(), default=_plain) == orjson.dumps(b.toDict(), default=_plain)
 
 
-def _turn(requirements, conclusions, action) -> dict:
-    return {"requirement_updates": requirements, "conclusion_updates": conclusions, "action": action}
+def _plain(value):
+    return value.model_dump() if hasattr(value, "model_dump") else str(value)
 
 
-def _claim(texts: list[str]) -> str:
-    claim = " ".join(texts)
-    if len(claim) <= CLAIM_CHARS:
-        return claim
-    return claim[:CLAIM_CHARS - 3].rsplit(" ", 1)[0] + "..."
-
-
-def _run(program, example, script: list[dict]) -> tuple[list | None, str | None]:
-    """Run the real program with the gold outputs in place of the model; its DSPy trace, or why not."""
-    adapter = GoldAdapter(script)
+def _run(program, facts: GoldFacts, run: GoldRun) -> list | None:
+    """Run the real program with the gold outputs in place of the model; its DSPy trace, or None when
+    it did not take them as given."""
+    adapter = GoldAdapter(run.responses)
+    inputs = {"question": facts.question, "paragraphs": facts.paragraphs}
+    if run.oracle is not None:
+        inputs["oracle"] = run.oracle
     try:
         with dspy.context(lm=dspy.LM("gold/none", engine=NoModel(), cache=False), adapter=adapter, trace=[]):
-            prediction = program(question=example.question, paragraphs=tuple(example.paragraphs))
+            result = program(**inputs)
             trace = list(dspy.settings.trace)
     except OutOfStep as exc:
         logger.warning("gold episode diverged: %s", exc)
-        return None, DIVERGED
-    episode = prediction.episode
-    gold_titles = list(dict.fromkeys(t for t, _ in example.supporting_facts))
-    took_all = (not adapter.script and episode.rejected_turns == 0 and not any(t.discarded_cause for t in episode.turns)
-                and episode.submitted is not None
-                and list(episode.evidence.titles) == gold_titles and prediction.answer == example.answer.strip())
-    return (trace, None) if took_all else (None, DIVERGED)
+        return None
+    return trace if adapter.finished and run.took(result) else None
 
 
 class OutOfStep(RuntimeError):
@@ -144,18 +113,30 @@ class OutOfStep(RuntimeError):
 
 class GoldAdapter(DecodingAdapter):
     """The project's adapter with the gold outputs in place of the model: each call serialises the
-    next scripted output as the model would write it and parses it back, so the program receives
-    exactly what the adapter would give it for that output."""
+    next scripted output for its signature as the model would write it and parses it back, so the
+    program receives exactly what the adapter would give it for that output. `responses` maps a
+    signature's output field names to its calls' outputs in order (a list), or to a function that
+    gives each call's (a verifier that always accepts). A list alone is one signature's script."""
 
-    def __init__(self, script: list[dict]) -> None:
+    def __init__(self, responses: dict[tuple[str, ...], list[dict] | Callable[[], dict]] | list[dict]) -> None:
         super().__init__("free")
-        self.script = list(script)
+        if isinstance(responses, list):
+            responses = {tuple(responses[0]) if responses else (): responses}
+        self.responses = {key: value if callable(value) else list(value) for key, value in responses.items()}
+
+    @property
+    def finished(self) -> bool:
+        """Every scripted output was used."""
+        return not any(v for v in self.responses.values() if not callable(v))
 
     def __call__(self, lm, lm_kwargs, signature, demos, inputs) -> list[dict]:
-        if not self.script:
-            raise OutOfStep("the program made more calls than the gold script holds")
-        outputs = self.script.pop(0)
-        if outputs.keys() != signature.output_fields.keys():
+        key = tuple(signature.output_fields)
+        script = self.responses.get(key)
+        if script is None or (not callable(script) and not script):
+            raise OutOfStep(f"the program asked for {signature.__name__} ({', '.join(key)}), which the gold script "
+                            "does not hold next")
+        outputs = script() if callable(script) else script.pop(0)
+        if tuple(outputs) != key:
             raise OutOfStep(f"gold script out of step: {sorted(outputs)} for {signature.__name__}")
         return [self.parse(signature, self.format_assistant_message_content(signature, outputs))]
 

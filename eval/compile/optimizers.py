@@ -19,6 +19,7 @@ from eir_dspy.state import MalformedUpdates
 from eval.compile.feedback import FeedbackMetric
 from eval.compile.metric import Metric
 from eval.compile.reflection import reflection_lm
+from programs.registry import method_of
 
 OPTIMIZERS = ("labeled", "bootstrap", "gepa", "none")
 DEMOS = ("bootstrap", "gold", "both")
@@ -33,21 +34,21 @@ class Settings:
     max_bootstrapped_demos: int = 4  # BootstrapFewShot's default
     max_labeled_demos: int = 16  # DSPy's default; LabeledFewShot's k
     metric_threshold: float = 1.0  # a bootstrapped trace is kept only when its question scores this
-    gold_episodes: int = 2  # training questions whose gold episode gives demos (every turn and the final)
+    k: int = 2  # demonstration questions: training questions whose gold episode gives demos (all its calls)
     gepa_auto: str = "light"
     gepa_max_metric_calls: int | None = None  # replaces gepa_auto's budget when given
     seed: int = 0  # GEPA's
 
-    def params(self, optimizer: str, demos: str) -> dict:
+    def params(self, optimizer: str, demos: str, method: str = "eir") -> dict:
         keep = {"labeled": ("max_labeled_demos",),
                 "bootstrap": ("max_bootstrapped_demos", "max_labeled_demos", "metric_threshold"),
                 "gepa": ("gepa_auto", "gepa_max_metric_calls", "seed"), "none": ()}[optimizer]
         # GEPA's seed is logged as gepa_seed: under "seed" it overwrote the question sample's --seed.
         out = {("gepa_seed" if k == "seed" else k): v for k, v in asdict(self).items() if k in keep}
         if demos != "bootstrap":
-            from eval.compile.gold_demos import GOLD_DEMO_PARAMS
+            from eval.compile.gold_scripts import GOLD_DEMO_PARAMS
 
-            out.update(gold_episodes=self.gold_episodes, **GOLD_DEMO_PARAMS)
+            out.update(k=self.k, **GOLD_DEMO_PARAMS[method])
         return out
 
 
@@ -70,10 +71,10 @@ def compile_program(student: dspy.Module, optimizer: str, demos: str, trainset: 
                     settings: Settings, budget: int, ledger: Ledger, info: dict | None = None) -> dspy.Module:
     """The compiled program: demos per predictor, trimmed to its signature's fields, in the form a
     saved file loads back (so the prompts before saving and after loading are the same). `info`
-    receives what the run should log (gold questions skipped, GEPA's metric-call budget)."""
+    receives what the run should log (the demonstration questions, GEPA's metric-call budget)."""
     check_choice(optimizer, demos)
     info = {} if info is None else info
-    gold = _gold(trainset, budget, settings.gold_episodes, info) if demos != "bootstrap" else {}
+    gold = _gold(method_of(student).name, trainset, budget, settings.k, info) if demos != "bootstrap" else {}
     metric = _OneQuestionHistory(Metric(settings.metric))
     if optimizer == "gepa":
         student = _with_demos(student.deepcopy(), gold, [])
@@ -106,27 +107,38 @@ def _with_demos(program: dspy.Module, gold: dict, own: list | None) -> dspy.Modu
     return program
 
 
-def _gold(trainset: list, budget: int, episodes: int, info: dict) -> dict[str, list]:
-    """Gold demos of the first `episodes` training questions that give one (all their turns and the final)."""
+def _gold(method: str, trainset: list, budget: int, k: int, info: dict) -> dict[str, list]:
+    """`method`'s gold demos of the k demonstration questions (`demo_questions`: the same for every method)."""
     from eval.compile.gold_demos import gold_demos  # written beside this file; imported only when asked for
 
-    out: dict[str, list] = {}
-    taken, skipped = 0, 0
+    chosen, skipped = demo_questions(trainset, budget, k)
+    info.update(demo_questions=[_question_id(q) for q in chosen], demo_questions_skipped=skipped)
+    return dict(gold_demos(chosen, budget=budget, method=method))
+
+
+def demo_questions(trainset: list, budget: int, k: int) -> tuple[list, int]:
+    """The first k training questions that give a gold episode for EVERY method (so an equal
+    demonstration budget means the same questions whichever method is compiled), and how many
+    questions before the k-th were passed over."""
+    from eval.compile.gold_demos import gold_demos
+    from eval.compile.gold_scripts import RECIPES
+
+    chosen, skipped = [], 0
     for example in trainset:
-        if taken == episodes:
+        if len(chosen) == k:
             break
-        demos = gold_demos([example], budget=budget)
-        if not any(demos.values()):
+        if all(gold_demos([example], budget=budget, method=m).questions for m in RECIPES):
+            chosen.append(example)
+        else:
             skipped += 1
-            continue
-        taken += 1
-        for name, items in demos.items():
-            out.setdefault(name, []).extend(items)
-    if taken < episodes:
-        raise ValueError(f"only {taken} of the {len(trainset)} training questions give a gold episode; "
-                         f"--gold-episodes {episodes} needs more")
-    info.update(gold_questions=taken, gold_questions_skipped=skipped)
-    return out
+    if len(chosen) < k:
+        raise ValueError(f"only {len(chosen)} of the {len(trainset)} training questions give a gold episode for every "
+                         f"method; --k {k} needs more (--n-train)")
+    return chosen, skipped
+
+
+def _question_id(example) -> str:
+    return str(example.id)
 
 
 def trim_demos(program: dspy.Module) -> dspy.Module:

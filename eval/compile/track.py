@@ -48,7 +48,13 @@ def log_demos(program) -> None:
 
 
 def log_info(info: dict) -> None:
-    """What the optimizer settled on: GEPA's budget in program runs (a param), gold questions used (metrics)."""
+    """What the optimizer settled on: GEPA's budget in program runs (a param), the demonstration
+    questions (their ids as an artifact, and as a param while they fit one), the counts (metrics)."""
     if "gepa_max_metric_calls" in info:
         mlflow.log_param("gepa_metric_calls_budget", info["gepa_max_metric_calls"])
-    mlflow.log_metrics({k: v for k, v in info.items() if k != "gepa_max_metric_calls"})
+    if "demo_questions" in info:
+        ids = info["demo_questions"]
+        mlflow.log_dict(ids, "demo_questions.json")
+        if len(joined := ",".join(ids)) <= 500:  # MLflow's cap on a param value
+            mlflow.log_param("demo_question_ids", joined)
+    mlflow.log_metrics({k: v for k, v in info.items() if k not in ("gepa_max_metric_calls", "demo_questions")})

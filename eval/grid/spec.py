@@ -31,8 +31,10 @@ from programs.registry import METHODS
 
 GRID_FLAGS = ("experiment", "limit", "seed", "lm", "dataset", "budget", "data", "resume")  # set per cell by the grid
 # The protocol's version in every cell key: a cell run before the protocol changed (issue 31: EIR's
-# pool rule, the baselines' prompts, the corpus searches) is another cell, never reused as this one.
-RULES = "issue31"
+# pool rule, the baselines' prompts, the corpus searches; issue 42: the pool's submit-only last turn
+# for Direct, SSR and Reflexion, SSR's verify and refine told the turns left) is another cell, never
+# reused as this one.
+RULES = "issue42"
 METHOD_OPTIONS = ("ablation", "invalid_updates", "votes", "verifier_temperature", "trials")  # taken only by some methods
 PROGRAM = "program"  # a compiled program file: it fits one method, so only a [[methods]] entry names it
 NOT_IN_KEY = ("threads", "request_timeout", "trace", "out")  # how a run runs, not what it measures

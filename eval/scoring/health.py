@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from statistics import mean
 from typing import Any
 
+from eir_dspy.environment import match_title
 from eval.files.question_record import QuestionRecord, as_records
-from eval.scoring.run_metrics import episodes, rejections
+from eval.scoring.run_metrics import episodes, fallback_reads, rejections
 from programs import names
 
 # The thresholds. Each marks the point past which a score mostly measures the failure, not the method.
@@ -35,6 +36,9 @@ MOST_QUESTIONS_UNREAD = 0.5
 # More than half of EIR's accepted turns with their list updates discarded (the pool's rule): the lists
 # that should guide its reads were mostly never built, so EIR ran as little more than a reader.
 MOST_UPDATES_DISCARDED = 0.5
+# More than half of a pool run's reads title fallbacks (the title named no unread paragraph, so the pool
+# read its first unread one): the paragraphs read were mostly the pool's order, not the agent's choice.
+MOST_READS_FALLBACKS = 0.5
 MOST_ANSWERS_EMPTY = 0.5
 MOST_ANSWERS_CUT = 0.5
 
@@ -54,7 +58,8 @@ class RunWarning:
     """One sign that a run degenerated: `count` of `total` (turns, episodes, questions or answering
     calls) went wrong, mostly for `cause` (`cause_count` of them), as `text` says."""
 
-    code: str  # rejected_turns, no_submission, few_reads, discarded_updates, empty_answers, cut_at_limit
+    # rejected_turns, no_submission, few_reads, title_fallbacks, discarded_updates, empty_answers, cut_at_limit
+    code: str
     count: int
     total: int
     text: str
@@ -72,7 +77,9 @@ def warnings_for(label: str, records: Iterable[dict | QuestionRecord], *, method
     if not records:
         return []
     method = method or method_of(records)
-    found = [rejected_turns(records), no_reads(records) if method not in NON_READING_METHODS else None,
+    reads = method not in NON_READING_METHODS
+    found = [rejected_turns(records), no_reads(records) if reads else None,
+             title_fallbacks(records) if reads else None,
              unsubmitted(records) if method in SUBMITTING_METHODS else None,
              discarded_updates(records) if method == names.EIR else None,
              empty_answers(records, method, max_tokens), cut_answers(records, max_tokens)]
@@ -139,6 +146,21 @@ def no_reads(records: list[QuestionRecord]) -> Found | None:
     return "few_reads", len(unread), len(answered), text, cause
 
 
+def title_fallbacks(records: list[QuestionRecord]) -> Found | None:
+    """Most reads were title fallbacks. Counted over the records that count fallbacks (pool runs; None
+    elsewhere), from their `title_fallbacks` and `reads`; the cause from their trajectories' turns."""
+    fallbacks, reads = fallback_reads(records)
+    if not reads or fallbacks / reads <= MOST_READS_FALLBACKS:
+        return None
+    cause = main_cause(Counter(why_fallback(turns, i) for r in records if r.trajectory is not None
+                               for turns in r.trajectory.episodes() or [] for i, t in enumerate(turns)
+                               if t.get("title_fallback")))
+    text = (f"{fallbacks} of {reads} reads ({percent(fallbacks, reads)}) were title fallbacks: the agent asked for "
+            "titles it had already read or that are not in the pool, so the pool read its first unread paragraph "
+            f"instead{cause_text(cause)}")
+    return "title_fallbacks", fallbacks, reads, text, cause
+
+
 def empty_answers(records: list[QuestionRecord], method: str | None, max_tokens: int | None) -> Found | None:
     empty = [r for r in records if not (r.prediction or "").strip()]
     if len(empty) / len(records) <= MOST_ANSWERS_EMPTY:
@@ -199,6 +221,14 @@ def why_no_reads(r: QuestionRecord) -> str:
     if r.forced_end is False:
         return "submitted without reading"
     return "no read in its turns"
+
+
+def why_fallback(turns: list[dict[str, Any]], i: int) -> str:
+    """Why the read of turn `i` fell back: its title names a paragraph read earlier in the episode (the
+    pool's own matching), else none in the pool (a fallback's title matches no unread one)."""
+    requested = (turns[i].get("action") or {}).get("title") or ""
+    earlier = tuple(t["read_title"] for t in turns[:i] if t.get("accepted") and t.get("read_title"))
+    return "title already read" if match_title(requested, earlier) else "title not in the pool"
 
 
 def why_empty(r: QuestionRecord, method: str | None, max_tokens: int | None) -> str:

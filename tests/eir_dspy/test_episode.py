@@ -2,6 +2,7 @@
 
 from eir_dspy.environment import PoolEnvironment
 from eir_dspy.episode import Action, Proposal, run_episode
+from eir_dspy.rejection import NO_READS_LEFT, SUBMIT_ONLY_TURN
 from tests.fixtures.policies import LETTERS as POOL
 from tests.fixtures.policies import Scripted
 
@@ -74,3 +75,29 @@ def test_the_read_budget_rejection_names_the_other_actions_of_the_setting(tiny_c
         Proposal(Action("search", query="busan")), Proposal(Action("read", paragraph_id="12")),
         Proposal(Action("read", paragraph_id="12")), Proposal(Action("submit", answer="x"))]), budget=1, max_turns=5)
     assert corpus.turns[2].feedback.endswith("the only valid actions now: search or submit")
+
+
+def test_a_turn_limited_pool_episodes_last_turn_accepts_only_a_submit():
+    # H turns in all (Direct, SSR, Reflexion): a read on turn H is refused, runs nothing and ends the episode.
+    policy = Scripted([read("A"), read("B"), read("C")])
+    ep = run_episode("q", PoolEnvironment(POOL), policy, budget=3, max_turns=3)
+    assert ep.forced_end and ep.submitted is None and len(ep.turns) == 3
+    assert [t.rejection_cause for t in ep.turns] == [None, None, SUBMIT_ONLY_TURN]
+    assert ep.turns[2].feedback == "turn 3 is the last turn and accepts only a submission" and not ep.turns[2].accepted
+    assert ep.reads == 2 and ep.evidence.titles == ("A", "B") and ep.env.unread_titles[0] == "C"
+    # A submit there is accepted as before.
+    ep = run_episode("q", PoolEnvironment(POOL), Scripted([read("A"), read("B"), Proposal(Action("submit", answer="x"))]),
+                     budget=3, max_turns=3)
+    assert ep.submitted.answer == "x" and ep.reads == 2 and not ep.forced_end
+
+
+def test_eirs_pool_episode_has_no_submit_only_turn():
+    # EIR (no turn limit: H reads, then one more decision): a read on turn H + 1 with a read left still runs.
+    policy = Scripted([Proposal(None, error="not JSON"), read("A"), read("B")])
+    ep = run_episode("q", PoolEnvironment(POOL), policy, budget=2)
+    assert ep.max_turns == 3 and ep.on_last_turn and not ep.submit_only
+    assert [t.rejection_cause for t in ep.turns] == ["no_action", None, None]
+    assert ep.reads == 2 and ep.turns[2].read_title == "B" and ep.forced_end
+    # With its H reads spent, a read on turn H + 1 is refused by the read budget, as before.
+    ep = run_episode("q", PoolEnvironment(POOL), Scripted([read("A"), read("B"), read("C")]), budget=2)
+    assert [t.rejection_cause for t in ep.turns] == [None, None, NO_READS_LEFT] and ep.reads == 2

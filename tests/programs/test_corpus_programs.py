@@ -110,8 +110,13 @@ def test_ssr_verifies_in_the_corpus_at_temperature_zero_and_parses_search_correc
     assert [output_fields(p) for p in proposals] == [["thought", *PLAN_FIELDS, "action"]] * 3
     assert field(proposals[2], "recent_paragraphs") == "## Busan\n[0] Busan is a port city.\n[1] It hosts a film festival."
     assert input_fields(engine.prompts[1]) == ["question", "evidence", "proposal"]
-    assert input_fields(engine.prompts[2]) == ["question", "evidence", "search_results", "steps", "step"]
-    assert input_fields(engine.prompts[8]) == ["question", "evidence", "search_results", "steps", "step", "correction"]
+    assert input_fields(engine.prompts[2]) == ["question", "evidence", "search_results", "turns_left", "steps", "step"]
+    assert input_fields(engine.prompts[8]) == ["question", "evidence", "search_results", "turns_left", "steps", "step",
+                                               "correction"]
+    # Verify and refine are told the trial's turns left (12 in the corpus), the reads once they bind.
+    assert field(engine.prompts[2], "turns_left") == field(engine.prompts[8], "turns_left") == \
+        "(12 turns left, counting the submit; 6 reads left)"
+    assert field(engine.prompts[19], "turns_left") == "(10 turns left, counting the submit; 5 reads left)"
     assert output_fields(engine.prompts[8]) == ["thought", "action"]  # the refinement writes no plan
     assert field(engine.prompts[18], "evidence") == "## Busan\n[0] Busan is a port city.\n[1] It hosts a film festival."
     assert not any("[[ ## trajectory ## ]]" in p for p in engine.prompts)

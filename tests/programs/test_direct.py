@@ -1,3 +1,4 @@
+from eir_dspy import rejection
 from eir_dspy.paragraphs import Paragraph
 from programs import Direct
 from tests.fixtures.pool import POOL, Q
@@ -86,8 +87,28 @@ def test_the_last_turn_says_only_a_submit_counts_after_a_rejection_too():
     assert pred.answer == "x" and [t.accepted for t in pred.episode.turns] == [True] * 4 + [False, True]
 
 
-def test_a_read_on_the_last_turn_leaves_no_submission():
-    pred, _, engine = run_program(Direct(budget=3), Q, LETTERS, [act("read", t) for t in "ABC"])
+def test_a_read_on_the_last_turn_is_refused_and_leaves_no_submission():
+    # The pool's last turn accepts only a submit (H.1's corpus rule, applied to the pool's turn-limited methods).
+    pred, ledger, engine = run_program(Direct(budget=3), Q, LETTERS, [act("read", t) for t in "ABC"])
     assert head(field(engine.prompts[2], "last_result")) == f'Read "B" {LAST}'
-    assert pred.episode.forced_end and pred.answer == ""
-    assert head(pred.episode.turns[2].feedback) == 'Read "C" (no turns left)'  # recorded, never shown
+    ep = pred.episode
+    assert ep.forced_end and pred.answer == "" and pred.citations == [] and ledger.n_calls == 3
+    assert [t.accepted for t in ep.turns] == [True, True, False]
+    assert [t.rejection_cause for t in ep.turns] == [None, None, rejection.SUBMIT_ONLY_TURN]
+    assert ep.turns[2].feedback == "turn 3 is the last turn and accepts only a submission"
+    assert ep.turns[2].read_title is None and ep.reads == 2  # H - 1: the refused read neither ran nor counted
+    assert ep.evidence.titles == ("A", "B")
+
+
+def test_a_recorded_direct_episode_counts_the_refused_last_turn():
+    """What eval.run keeps of it: reads H - 1, the cause counted, and (C.2) a wrong answer, not an unreadable one."""
+    from eval.analyze import parse_failures, rejections
+    from eval.files.question_record import as_records
+    from tests.fixtures.pool import record_of
+
+    record, _ = record_of(Direct(budget=3), [act("read", BAND), act("read", "Tinted Windows (album)"),
+                                             act("read", "Act of Congress")])
+    assert record["reads"] == 2 and record["forced_end"] and record["prediction"] == ""
+    assert record["rejections_by_cause"] == {rejection.SUBMIT_ONLY_TURN: 1}
+    assert rejections.by_category([record])[1] == {"non-submit on the last turn": 1}
+    assert parse_failures.status(as_records([record])[0]) == parse_failures.READABLE

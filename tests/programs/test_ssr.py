@@ -100,7 +100,8 @@ def test_the_proposal_is_directs_turn_and_the_added_calls_see_the_sentences_read
     assert field(decompose[2], "evidence") == (f"## {BAND}\n[0] Tinted Windows is a supergroup.\n"
                                                f"[1] Their first show was in Tulsa.\n\n## {ACT}\n[0] Act of Congress is a group.")
     verify = [p for p in engine.prompts if role(p) == "verify"]
-    assert {tuple(input_fields(p)) for p in verify} == {("question", "evidence", "unread_titles", "steps", "step")}
+    assert {tuple(input_fields(p)) for p in verify} == {("question", "evidence", "unread_titles", "turns_left", "steps",
+                                                         "step")}
     assert field(verify[-1], "unread_titles") == ALBUM and "QQTHOUGHT0" not in verify[-1]
 
 
@@ -109,6 +110,38 @@ def test_the_refinement_sees_the_sentences_read_and_the_unread_titles():
     script = Script([act("read", ACT), act("submit", answer="Tulsa")], verdicts, refined=[act("read", BAND)])
     _, _, engine = run(script, budget=2)
     refine = next(p for p in engine.prompts if role(p) == "refine")
-    assert input_fields(refine) == ["question", "evidence", "unread_titles", "steps", "step", "correction"]
+    assert input_fields(refine) == ["question", "evidence", "unread_titles", "turns_left", "steps", "step", "correction"]
     assert field(refine, "unread_titles").splitlines() == [ALBUM, BAND, ACT]
     assert field(refine, "evidence") == "(no evidence was read)"
+
+
+LAST = "(1 turn left, the last: only a submit counts on it)"
+
+
+def test_on_the_last_turn_neither_a_refinement_nor_a_correction_turns_the_submit_into_a_read():
+    # Turn 1: every vote accepts. Turn 2 (the last of H = 2): two votes reject the action step and agree on
+    # reading the album page, and the refinement reads it too; only a submit can run there, so the proposal's does.
+    verdicts = {"action": [judge(), judge(), judge(),
+                           judge("reject", f"read: {ALBUM}", 0.9), judge("reject", f"read: {ALBUM}", 0.8), judge()]}
+    submit = act("submit", answer="Tulsa", citations=[(BAND, 1)])
+    script = Script([act("read", BAND), submit], verdicts, refined=[act("read", ALBUM)])
+    pred, ledger, engine = run(script, budget=2)
+    last = pred.trajectory["ssr"][1]
+    assert last["refined_step"] == "action" and last["executed"] == "proposal (refinement gave no valid action)"
+    assert pred.answer == "Tulsa" and pred.citations == [(BAND, 1)] and not pred.episode.forced_end
+    assert [t.accepted for t in pred.episode.turns] == [True, True] and pred.episode.reads == 1
+    assert ledger.by_role() == {"action": 2, "decompose": 2, "verify": 18, "refine": 1}
+    # Verify and refine are told the turns left, as Direct's turn is with its last result.
+    verify = [p for p in engine.prompts if role(p) == "verify"]
+    assert [field(p, "turns_left") for p in verify] == ["(2 turns left, counting the submit)"] * 9 + [LAST] * 9
+    refine = next(p for p in engine.prompts if role(p) == "refine")
+    assert field(refine, "turns_left") == LAST
+    assert field([p for p in engine.prompts if role(p) == "action"][1], "last_result").startswith(f'Read "{BAND}" {LAST}')
+
+
+def test_before_the_last_turn_the_same_correction_to_a_read_runs():
+    verdicts = {"action": [judge("reject", f"read: {ALBUM}", 0.9), judge("reject", f"read: {ALBUM}", 0.8), judge()]}
+    script = Script([act("submit", answer="Tulsa"), act("submit", answer="x")], verdicts, refined=["junk", "junk"])
+    pred, _, _ = run(script, budget=3)
+    first = pred.trajectory["ssr"][0]
+    assert first["executed"] == "agreed correction of the action step" and pred.episode.turns[0].read_title == ALBUM

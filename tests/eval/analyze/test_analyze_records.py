@@ -48,9 +48,10 @@ def test_every_cause_has_its_category():
                 "missing_field": "missing field or wrong type", "wrong_type": "missing field or wrong type",
                 rejection.NO_ACTION: "missing field or wrong type",
                 rejection.INVALID_CITATION: "invalid citation", rejection.NO_READS_LEFT: "read with no read left",
-                rejection.UNKNOWN_ID: "unknown or unfound id", rejection.REPEATED_SEARCH: "repeated search"}
+                rejection.UNKNOWN_ID: "unknown or unfound id", rejection.REPEATED_SEARCH: "repeated search",
+                rejection.SUBMIT_ONLY_TURN: "non-submit on the last turn"}
     for cause in (rejection.EMPTY_ANSWER, rejection.ALL_READ, rejection.EMPTY_SEARCH, rejection.SEARCH_IN_POOL,
-                  rejection.SUBMIT_ONLY_TURN, rejection.LEGACY, "some_future_cause"):
+                  rejection.LEGACY, "some_future_cause"):
         expected[cause] = "other"
     assert {c: rejections.category(c) for c in expected} == expected
 
@@ -63,16 +64,16 @@ def test_table22_counts_and_shares_of_actions(tmp_path):
     head, rows = table_rows(report.tables["table22_rejections.md"], "method")
     assert head == ["method", "dataset", "LM", "n", "actions", "unparseable output", "missing field or wrong type",
                     "invalid citation", "read with no read left", "unknown or unfound id", "repeated search",
-                    "other", "rejected"]
+                    "non-submit on the last turn", "other", "rejected"]
     # 15 actions: not_json + unusable; missing_field + no_action; 2 citations; 1 no read left; empty answer.
     assert rows[("direct",)] == {
         "method": "direct", "dataset": "hotpotqa", "LM": "scripted", "n": "3", "actions": "15",
         "unparseable output": "2 (13.3%)", "missing field or wrong type": "2 (13.3%)", "invalid citation": "2 (13.3%)",
         "read with no read left": "1 (6.7%)", "unknown or unfound id": "0 (0.0%)", "repeated search": "0 (0.0%)",
-        "other": "1 (6.7%)", "rejected": "8 (53.3%)"}
+        "non-submit on the last turn": "0 (0.0%)", "other": "1 (6.7%)", "rejected": "8 (53.3%)"}
     corpus = rows[("direct_corpus",)]
     assert [corpus[c] for c in head[4:]] == ["10", "0 (0.0%)", "1 (10.0%)", "0 (0.0%)", "0 (0.0%)", "2 (20.0%)",
-                                             "3 (30.0%)", "2 (20.0%)", "8 (80.0%)"]
+                                             "3 (30.0%)", "1 (10.0%)", "1 (10.0%)", "8 (80.0%)"]
     assert ("full_pool",) not in rows  # no action turns: nothing to divide by
     assert any("r-pool" in n and "no action turns" in n for n in report.notes)
     assert not any("cannot be split" in n for n in report.notes)
@@ -80,6 +81,9 @@ def test_table22_counts_and_shares_of_actions(tmp_path):
     assert report.metrics[f"actions/{key}"] == 15 and report.metrics[f"rejected/{key}"] == 8
     assert report.metrics[f"rejected_invalid_citation_rate/{key}"] == pytest.approx(2 / 15)
     assert report.metrics[f"rejected_other/{key}"] == 1
+    corpus_key = "direct_corpus/musique/local/scripted"
+    assert report.metrics[f"rejected_non-submit_on_the_last_turn/{corpus_key}"] == 1
+    assert any("r-corpus" in n and "'other' holds empty_search 1" in n for n in report.notes)  # submit_only_turn is not
 
 
 # --- C.2: parse failures ---------------------------------------------------------------------------
@@ -124,6 +128,9 @@ def test_status_by_method_family():
     assert status(answered("a", 0, 0, submit_traj(True, turn(False, "not_json"), turn(False, "no_reads_left")))) \
         == "readable"
     assert status(answered("a", 0, 0, submit_traj(True, turn(False, "wrong_type"), turn()))) == "readable"
+    # A read refused on the submit-only last turn was parsed: the forced end is a wrong answer, not a parse failure.
+    assert status(answered("a", 0, 0, submit_traj(True, turn(), turn(False, rejection.SUBMIT_ONLY_TURN)))) \
+        == "readable"
     assert status(answered("a", 0, 0, submit_traj(False, turn(False, "not_json"), turn()))) == "readable"
     # Reflexion: only its last trial answers.
     def trial(forced, cause):

@@ -136,21 +136,32 @@ def test_stopped_runs_are_compared_on_the_questions_they_finished_only_when_aske
 def test_compare_prints_and_writes_the_warnings_of_a_degenerate_run(workdir, monkeypatch, capsys):
     from tests.fixtures.scripted_runs import DIRECT_WARNINGS, nonsense
 
-    use_lm(monkeypatch, reply)
-    healthy = run_module.main(ARGS)["run_id"]
+    use_lm(monkeypatch, reply)  # EIR's one read a question asks for a title not in the pool: a title fallback
+    fallbacks = run_module.main(ARGS)["run_id"]
     use_lm(monkeypatch, nonsense)  # Direct never writes JSON: every turn rejected, no answer
     degenerate = run_module.main(ARGS + ["--method", "direct"])["run_id"]
     capsys.readouterr()
-    out = compare_module.main(["--runs", healthy, degenerate, "--resamples", "100"])
+    out = compare_module.main(["--runs", fallbacks, degenerate, "--resamples", "100"])
     printed = capsys.readouterr().out
     name = "direct / hotpotqa / local/scripted / H=6"
-    expected = [f"- {name}: {w.removeprefix('direct: ')} (run {degenerate})" for w in DIRECT_WARNINGS]
+    expected = [
+        "- eir / hotpotqa / local/scripted / H=6: 3 of 3 reads (100%) were title fallbacks: the agent asked for titles "
+        "it had already read or that are not in the pool, so the pool read its first unread paragraph instead (main "
+        f"cause title not in the pool: 3) (run {fallbacks})",
+        *(f"- {name}: {w.removeprefix('direct: ')} (run {degenerate})" for w in DIRECT_WARNINGS)]
     # Printed before the comparison's tables, and written beside them.
     assert printed.index("# Degenerate runs") < printed.index("# Table 1")
     assert [line for line in printed.splitlines() if line.startswith("- ")] == expected
     assert [line for line in (out["out"] / "degenerate_runs.md").read_text().splitlines() if line.startswith("- ")] \
         == expected
-    assert mlflow.get_run(out["run_id"]).data.metrics["degenerate_runs"] == 1.0
+    assert mlflow.get_run(out["run_id"]).data.metrics["degenerate_runs"] == 2.0
+    # The runs table: each run's fallbacks a question and its warnings' codes.
+    runs = {line.split("|")[2].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in out["files"]["runs.md"].splitlines()[2:] if line.startswith("| ")}
+    assert (runs["eir"][10], runs["eir"][12]) == ("1.00", "title_fallbacks")
+    assert (runs["direct"][10], runs["direct"][12]) == ("0.00", "rejected_turns, few_reads, no_submission, empty_answers")
 
-    quiet = compare_module.main(["--runs", healthy, "--no-log", "--resamples", "100"])
+    use_lm(monkeypatch, direct_reply)  # Direct reads the gold paragraph by its title, then submits
+    healthy = run_module.main(ARGS + ["--method", "direct"])["run_id"]
+    quiet = compare_module.main(["--runs", healthy, "--reference", "direct", "--no-log", "--resamples", "100"])
     assert "degenerate_runs.md" not in quiet["files"] and quiet["metrics"]["degenerate_runs"] == 0.0

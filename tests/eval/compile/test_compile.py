@@ -167,9 +167,10 @@ def test_gepa_rewrites_an_instruction_from_textual_feedback_and_counts_reflectio
 def test_gold_and_both_put_gold_episodes_first(work, monkeypatch):
     import eval.compile.gold_demos as gold_module
 
-    def stub(examples, budget=6):  # the other helper's builder, replaced: this tests the wiring only
+    def stub(examples, budget=6, method="eir"):  # the other helper's builder, replaced: this tests the wiring only
         demos = gold_module.GoldDemos()
         for ex in examples:
+            demos.questions += 1
             demos.setdefault("turn", []).append(dspy.Example(
                 question=ex.question, unread_titles="", requirements="", conclusions="", last_result="",
                 requirement_updates=[], conclusion_updates=[], action={"kind": "submit", "title": "", "answer": ex.answer}))

@@ -15,6 +15,7 @@ from eir_dspy.lm import DecodingAdapter
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.state import AgentLists, Citation, ConclusionUpdate, RequirementUpdate
 from eval.compile.gold_demos import DIVERGED, SENTENCE_MISSING, TITLE_NOT_IN_POOL, TOO_MANY_READS, GoldAdapter, gold_demos
+from eval.compile.gold_scripts import EIR_TURN
 from eval.data.loaders import load_file
 from programs.eir import EIR
 from programs.registry import METHODS
@@ -141,7 +142,8 @@ def test_an_episode_that_does_not_take_the_gold_decisions_is_skipped(monkeypatch
     def wrong_title_on_turn_two(self, lm, lm_kwargs, signature, demos, inputs):
         calls.append(1)
         if len(calls) == 2:  # turn 2 reads the distractor, so turn 3's citation of Mordia is rejected
-            self.script[0] = {**self.script[0], "action": EIRAction(kind="read", title="Tessel River")}
+            script = self.responses[EIR_TURN]
+            script[0] = {**script[0], "action": EIRAction(kind="read", title="Tessel River")}
         return original(self, lm, lm_kwargs, signature, demos, inputs)
 
     monkeypatch.setattr(GoldAdapter, "__call__", wrong_title_on_turn_two)

@@ -71,7 +71,7 @@ def test_a_grid_runs_every_cell_tags_it_and_compares_then_a_second_run_starts_no
         assert run.data.metrics["n"] == N and run.data.params["max_tokens"] == "256"
         assert run.data.params["data_file"] == str(workdir / "data.jsonl")  # resolved against $EIR_DATA_DIR
     key = json.loads(grid.cells[0].key)
-    assert key == {"method": "eir", "dataset": "hotpotqa", "lm": DEFAULT_MODEL, "budget": 2, "limit": N, "seed": 0, "rules": "issue31",  # noqa: E501
+    assert key == {"method": "eir", "dataset": "hotpotqa", "lm": DEFAULT_MODEL, "budget": 2, "limit": N, "seed": 0, "rules": "issue42",  # noqa: E501
                    "data": "data.jsonl", "max_tokens": 256}
     [options] = compared
     assert (options.experiment, options.reference, [f.name for f in options.families]) == ("grid-test", "eir", ["h"])
@@ -217,7 +217,7 @@ def test_a_cell_key_leaves_out_what_does_not_change_the_condition(tmp_path):
         return json.loads(grid.cells[0].key)
 
     plain = key('method = "ssr"\n')
-    assert plain == {"method": "ssr", "dataset": "hotpotqa", "lm": "m", "budget": 6, "limit": 2, "seed": 0, "rules": "issue31"}
+    assert plain == {"method": "ssr", "dataset": "hotpotqa", "lm": "m", "budget": 6, "limit": 2, "seed": 0, "rules": "issue42"}
     assert key('method = "ssr"\nvotes = 3\nverifier_temperature = 0.7\n') == plain  # eval.run's own defaults
     assert key('method = "ssr"\n', "[run]\nthreads = 8\nrequest_timeout = 30\n") == plain  # how it runs, not what
     assert key('method = "ssr"\nvotes = 5\n', "[run]\nmax-tokens = 256\ntemperature = 1\n") == {
@@ -237,7 +237,7 @@ def test_an_lm_table_gives_its_flags_to_that_lms_cells_only(tmp_path):
     cells = {(c.method, c.lm): c for c in grid.cells}
     assert [(c.method, c.lm) for c in grid.cells] == [("eir", "m"), ("eir", DEFAULT_MODEL), ("direct", "m"),
                                                       ("direct", DEFAULT_MODEL)]
-    base = {"dataset": "hotpotqa", "budget": 6, "limit": 2, "seed": 0, "rules": "issue31", "temperature": 0.5}
+    base = {"dataset": "hotpotqa", "budget": 6, "limit": 2, "seed": 0, "rules": "issue42", "temperature": 0.5}
     # [run] < the LM's table < the method entry
     expected = {("eir", "m"): {"max_tokens": 256},
                 ("eir", DEFAULT_MODEL): {"max_tokens": 64, "decoding": "free"},

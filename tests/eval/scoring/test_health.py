@@ -1,20 +1,32 @@
 """Degenerate-run warnings (eval.scoring.health) on hand-built records: each fires with its counts and
 main cause, and a healthy run of every method gets none."""
 
+import json
 from collections import Counter
 from itertools import count
 
 import pytest
 
+import eval.summary as summary
 from eval.scoring import health
 from eval.scoring.health import warnings_for
-from eval.scoring.run_metrics import behaviour, summarize
+from eval.scoring.run_metrics import TABLE_KEYS, behaviour, format_table, summarize
+from programs.registry import METHODS
+from tests.fixtures.pool import ACT, ALBUM, BAND
+from tests.fixtures.pool import record_of as pool_record_of
+from tests.scripted import act
 
 IDS = count(1)
 
 
 def read_turn(n, title="t"):
-    return {"turn": n, "action": {"kind": "read", "title": title}, "accepted": True, "feedback": "read"}
+    return {"turn": n, "action": {"kind": "read", "title": title}, "accepted": True, "feedback": "read",
+            "read_title": title, "title_fallback": False}
+
+
+def fallback_turn(n, asked, read):
+    """A pool read of `asked` that matched no unread title, so the pool read `read` instead."""
+    return {**read_turn(n, asked), "read_title": read, "title_fallback": True}
 
 
 def submit_turn(n, answer="a"):
@@ -33,7 +45,8 @@ def call(role, completion_tokens=20):
 def record(method="eir", turns=(), prediction="an answer", reads=None, submitted=True, final_parsed=True,
            calls=None, error=None, trials=None):
     """A record as eval.runs.execute writes it, from an episode's turn dicts (or Reflexion's trials, as
-    (turns, submitted) pairs); `reads` defaults to the accepted read turns."""
+    (turns, submitted) pairs); `reads` defaults to the accepted read turns, `title_fallbacks` counts
+    the turns marked as one."""
     if trials is not None:
         trajectory = {"method": "reflexion", "trials": [
             {"trial": i + 1, "turns": list(ts), "submitted": "a" if sub else None, "forced_end": not sub}
@@ -53,6 +66,7 @@ def record(method="eir", turns=(), prediction="an answer", reads=None, submitted
             "calls": len(calls or []), "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": None,
             "cache_hits": 0, "seconds": 1.0, "turns": len(turns), "rejected_actions": len(rejected),
             "rejections_by_cause": dict(Counter(rejected)), "reads": read if reads is None else reads,
+            "title_fallbacks": sum(1 for t in turns if t.get("title_fallback")),
             "searches": 0, "gold_read_share": 0.5, "forced_end": (not submitted) if episode else None,
             "submitted_before_budget": submitted and episode, "error": error,
             "trajectory": trajectory, "lm_calls": calls or []}
@@ -215,3 +229,87 @@ def test_eir_whose_list_updates_are_mostly_discarded_is_warned_with_the_main_cau
     half = [record(turns=[discarded(1, "invalid_citation"), read_turn(2), discarded(3, "wrong_type"), submit_turn(4)])]
     assert warnings_for("eir", half) == []  # exactly half is not most
     assert warnings_for("direct", [record(method="direct", turns=[discarded(1, "x"), submit_turn(2)])]) == []
+
+
+def test_most_reads_title_fallbacks_names_the_counts_the_share_and_the_main_cause():
+    # q1 asks again for A (read on turn 1; "a" is A to the pool's matching) and for a title not in the pool;
+    # q2 asks twice for titles not in the pool, then reads C by its own title.
+    first = [read_turn(1, "A"), fallback_turn(2, "a", "B"), fallback_turn(3, "Nowhere", "C"), submit_turn(4)]
+    second = [fallback_turn(1, "Nowhere", "A"), fallback_turn(2, "Elsewhere", "B"), read_turn(3, "C"), submit_turn(4)]
+    records = [record("eir", first), record("eir", second)]
+    [w] = warnings_for("eir", records)
+    assert (w.code, w.count, w.total, w.cause, w.cause_count) == ("title_fallbacks", 4, 6, "title not in the pool", 3)
+    assert w.text == ("eir: 4 of 6 reads (67%) were title fallbacks: the agent asked for titles it had already read "
+                      "or that are not in the pool, so the pool read its first unread paragraph instead "
+                      "(main cause title not in the pool: 3)")
+    # The counts are the tables': 2 fallbacks a question, 3 reads.
+    metrics = summarize(records)
+    assert metrics["title_fallbacks_per_question"] == 2.0 and metrics["reads_per_question"] == 3.0
+    # A title read earlier in the episode is the main cause when most fallbacks ask for one.
+    again = [read_turn(1, "A"), fallback_turn(2, "A", "B"), fallback_turn(3, "A", "C"), submit_turn(4)]
+    [w] = warnings_for("direct", [record("direct", again)])
+    assert (w.count, w.total, w.cause, w.cause_count) == (2, 3, "title already read", 2)
+
+
+def test_half_the_reads_falling_back_is_not_most_and_runs_without_a_count_are_not_looked_at():
+    half = [read_turn(1, "A"), fallback_turn(2, "A", "B"), read_turn(3, "C"), fallback_turn(4, "x", "D"),
+            submit_turn(5)]
+    assert warnings_for("eir", [record("eir", half)]) == []
+    mostly = [fallback_turn(1, "x", "A"), fallback_turn(2, "y", "B"), submit_turn(3)]
+    assert [w.code for w in warnings_for("eir", [record("eir", mostly)])] == ["title_fallbacks"]
+    # A record without the count (title_fallbacks None: not a pool record) adds neither fallbacks nor reads.
+    uncounted = {**record("eir", mostly), "title_fallbacks": None}
+    assert warnings_for("eir", [uncounted]) == []
+    assert "title_fallbacks_per_question" not in behaviour([uncounted])
+    assert warnings_for("eir", [uncounted, record("eir", half)]) == []  # 2 of 4 reads counted
+    # Full Pool reads the whole pool: its reads and fallbacks are never looked at.
+    assert warnings_for("x", [record("eir", mostly)], method="full_pool") == []
+
+
+def test_reflexion_counts_the_fallbacks_and_reads_of_every_trial():
+    failed = ([fallback_turn(1, "x", "A"), fallback_turn(2, "y", "B")], False)
+    records = [record(trials=[failed, ([read_turn(1, "A"), submit_turn(2)], True)]) for _ in range(2)]
+    [w] = warnings_for("reflexion_oracle", records)
+    assert (w.code, w.count, w.total) == ("title_fallbacks", 4, 6)
+    assert w.text.startswith("reflexion_oracle: 4 of 6 reads (67%) were title fallbacks")
+
+
+def test_a_real_pool_episode_s_fallbacks_are_warned_with_their_causes():
+    """Direct on the Tinted Windows pool (eval.runs.execute's record, scripted LM): it reads the album,
+    asks for it again and then for a title not in the pool; the pool reads the band and the act instead."""
+    replies = [act("read", ALBUM), act("read", ALBUM), act("read", "Nowhere"),
+               act("submit", answer="Tulsa", citations=[(BAND, 1)])]
+    row, _ = pool_record_of(METHODS["direct"].build(6, {}), replies)
+    assert (row["reads"], row["title_fallbacks"]) == (3, 2)
+    assert [t.get("read_title") for t in row["trajectory"]["turns"][:3]] == [ALBUM, BAND, ACT]
+    [w] = warnings_for("direct", [row])
+    assert (w.code, w.count, w.total) == ("title_fallbacks", 2, 3)
+    assert w.text.endswith("instead (main cause title already read: 1)")  # a tie: the first cause by name
+
+
+def test_the_run_tables_show_fallbacks_a_question():
+    assert ("title_fallbacks_per_question", "fallbacks/q", "{:.2f}") in TABLE_KEYS
+    turns = [read_turn(1, "A"), fallback_turn(2, "A", "B"), fallback_turn(3, "x", "C"), submit_turn(4)]
+    head, _, row = format_table(summarize([record("eir", turns), record("eir", turns[:1] + turns[3:])]), "eir"
+                                ).splitlines()
+    cells = dict(zip([c.strip() for c in head.split(" | ")], [c.strip() for c in row.split(" | ")]))
+    assert cells["fallbacks/q"] == "1.00" and cells["reads/q"] == "2.00"
+    older = {**record("eir", turns), "title_fallbacks": None}  # a record without the count: "-"
+    head, _, row = format_table(summarize([older]), "eir").splitlines()
+    assert dict(zip([c.strip() for c in head.split(" | ")], [c.strip() for c in row.split(" | ")]))["fallbacks/q"] == "-"
+
+
+def test_eval_summary_prints_fallbacks_a_question_and_the_fallback_warning(tmp_path, capsys):
+    run = tmp_path / "runs" / "abc123"
+    run.mkdir(parents=True)
+    turns = [fallback_turn(1, "x", "A"), fallback_turn(2, "y", "B"), read_turn(3, "C"), submit_turn(4)]
+    lines = [{**record("eir", turns), "run_id": "abc123"} for _ in range(3)]
+    (run / "results.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    summary.main([str(run / "results.jsonl")])
+    printed = capsys.readouterr().out.splitlines()
+    head = [c.strip() for c in printed[0].split(" | ")]
+    assert head.index("fallbacks/q") and printed[2].split(" | ")[head.index("fallbacks/q")].strip() == "2.00"
+    assert [line for line in printed if line.startswith("warning: ")] == [
+        "warning: eir: 6 of 9 reads (67%) were title fallbacks: the agent asked for titles it had already read or "
+        "that are not in the pool, so the pool read its first unread paragraph instead "
+        "(main cause title not in the pool: 6)"]
