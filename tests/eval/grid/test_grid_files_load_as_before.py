@@ -15,7 +15,9 @@ from tests.fixtures.grids import write_full_index
 ROOT = Path(__file__).resolve().parents[3]
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grid_configs.json"
-GRIDS = sorted(p.stem for p in (ROOT / "grids").glob("*.toml"))
+# A grid naming compiled programs (grids/compiled.toml, issue 42) needs their files and came after the
+# change this fixture pins: tests/eval/grid/test_compiled_grid.py loads it.
+GRIDS = sorted(p.stem for p in (ROOT / "grids").glob("*.toml") if "\nprogram = " not in p.read_text())
 
 
 def test_the_fixture_covers_every_committed_grid():
