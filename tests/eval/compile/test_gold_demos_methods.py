@@ -145,3 +145,11 @@ def test_every_methods_demos_are_made_without_a_model_and_keyed_by_its_predictor
     assert demos.questions == 1 and ledger.calls == []
     assert set(demos) <= set(dict(METHODS[method].build(6).named_predictors()))
     assert set(GOLD_DEMO_PARAMS[method]) >= {"gold_read_order"}
+
+
+def test_oracle_stopped_reflexion_compiles_with_gold_demos_only(tmp_path):
+    from eval.compile.__main__ import main
+
+    with pytest.raises(SystemExit, match="compile it with --optimizer none --demos gold"):
+        main(["--method", "reflexion", "--optimizer", "bootstrap", "--train", str(tmp_path / "a.jsonl"),
+              "--dev", str(tmp_path / "b.jsonl")])

@@ -69,3 +69,21 @@ def test_the_five_programs_load_into_the_compiled_grids_cells(compiled):
         taught.add(tuple(meta["demo_questions"]))
     # One demonstration budget: the same two training questions for every method.
     assert len(taught) == 1 and set(next(iter(taught))) < {"t0", "t1", "t2"}
+
+
+@pytest.mark.slow
+def test_each_compile_run_logs_k_the_question_ids_and_each_predictors_demo_count(compiled):
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{compiled / 'mlflow.db'}")
+    runs = {r.data.params["method"]: r for r in mlflow.search_runs(experiment_names=["compiled"], output_format="list")}
+    assert sorted(runs) == ["direct", "eir", "full_pool", "reflexion", "ssr"]
+    assert {r.data.params["k"] for r in runs.values()} == {"2"}
+    assert len({r.data.params["demo_question_ids"] for r in runs.values()}) == 1
+    # Two 2-hop questions: 3 turns each, and per method what its gold agent's calls give.
+    demos = {m: {k: v for k, v in r.data.metrics.items() if k.startswith("demos_") and v} for m, r in runs.items()}
+    assert demos == {"eir": {"demos_turn": 6, "demos_answer_predict": 2}, "direct": {"demos_turn": 6},
+                     "full_pool": {"demos_answer_predict": 2},
+                     "ssr": {"demos_turn": 6, "demos_decompose": 6, "demos_verify": 18},
+                     "reflexion": {"demos_turn": 6, "demos_reflect": 2}}
+    assert runs["reflexion"].data.params["gold_reflection"].startswith("I read {read} but not {gold}")
