@@ -178,7 +178,7 @@ def test_gold_and_both_put_gold_episodes_first(work, monkeypatch):
 
     monkeypatch.setattr(gold_module, "gold_demos", stub)
     order = train_order(work)
-    gold = work.compile("--optimizer", "none", "--demos", "gold", "--gold-episodes", "2")["program"]
+    gold = work.compile("--optimizer", "none", "--demos", "gold", "--k", "2")["program"]
     assert demo_questions(gold, "turn") == order[:2] and demo_questions(gold, "answer.predict") == []
     both = work.compile("--optimizer", "bootstrap", "--demos", "both", "--gold-episodes", "1")
     bootstrapped = [q for q in order if q != TRAIN[1][1]]  # q2's trace scores 0
