@@ -10,7 +10,7 @@ from statistics import mean
 from eval.compare.pairs import Column, ComparedRuns, run_means
 from eval.scoring.formatting import DASH, column_name, fmt_p, interval, markdown
 from eval.scoring.health import warnings_for
-from eval.scoring.run_metrics import RUN_ROW_KEYS, run_row
+from eval.scoring.run_metrics import RUN_ROW_KEYS, summarize
 
 BELOW, ABOVE = "*", "+"
 RATIOS = ("answer_f1", "calls", "tokens", "cost_usd")  # Table 9's ratios to the reference, in column order
@@ -108,7 +108,7 @@ def runs_table(grid: ComparedRuns) -> str:
             run = grid.run(variant, column)
             if run is None:
                 continue
-            m = run_row(run.question_records)
+            m = summarize(run.question_records)
             warnings = warnings_for(run.name or run.variant, run.question_records, method=run.config.method,
                                     max_tokens=run.config.lm.max_tokens)
             rows.append([column_name(column), variant, str(len(run.records)),

@@ -175,7 +175,7 @@ TABLE_KEYS = [
 ]
 
 
-# eval.compare's runs table (runs.md): one row per compared run, from `run_row`.
+# eval.compare's runs table (runs.md): one row per compared run, from `summarize`.
 RUN_ROW_KEYS = [
     ("answer_f1", "Answer F1", "{:.1f}"),
     ("em", "EM", "{:.1f}"),
@@ -187,25 +187,6 @@ RUN_ROW_KEYS = [
     ("title_fallbacks_per_question", "fallbacks/q", "{:.2f}"),
     ("seconds_per_question", "s/q", "{:.1f}"),
 ]
-
-
-def run_row(records: list[dict | QuestionRecord]) -> dict[str, float]:
-    """RUN_ROW_KEYS's numbers of a run, as `summarize` computes them; a key is left out when a record
-    lacks what it needs (a record built by hand), or when no record has it (`behaviour`'s keys)."""
-    records = as_records(records)
-    out: dict[str, float] = {}
-    for key, field, scale in (("answer_f1", "answer_f1", 100), ("em", "em", 100), ("support_f1", "support_f1", 100),
-                              ("calls_per_question", "calls", 1), ("reads_per_question", "reads", 1),
-                              ("seconds_per_question", "seconds", 1)):
-        values = [getattr(r, field) for r in records]
-        if records and None not in values:
-            out[key] = scale * mean(values)
-    if any(r.turns is not None for r in records):
-        rejected, turns, _ = rejections(records)
-        out["rejected_action_rate"] = (rejected / turns) if turns else 0.0
-    shown = ("no_submission_rate", "title_fallbacks_per_question")
-    out.update({k: v for k, v in behaviour(records).items() if k in shown})
-    return out
 
 
 # `python -m eval.summary --behaviour`: how the agent acted (docs/lm.md, "Decoding").

@@ -73,7 +73,7 @@ def question(label: str, i: int, exact: bool, fallbacks: bool = False, submits: 
     return {"id": f"q{i}", "question": f"q{i}?", "gold": "g", "prediction": ("g" if exact else "x") if submits else "",
             "answer_f1": float(exact), "em": float(exact), "support_f1": 0.5, "calls": 3, "prompt_tokens": 100,
             "completion_tokens": 10, "cost_usd": 0.0, "cache_hits": 0, "seconds": 2.0, "turns": len(turns),
-            "rejected_actions": 0, "rejections_by_cause": {}, "citations_outside_evidence": 0,
+            "rejected_actions": 0, "rejections_by_cause": {}, "citations": [], "citations_outside_evidence": 0,
             "title_fallbacks": sum(t.get("title_fallback", False) for t in turns), "reads": reads, "searches": 0,
             "evidence_titles": ["A", "B"][:reads], "gold_titles": ["A"], "gold_read_share": 1.0 if reads else 0.0,
             "forced_end": None if method == "full_pool" else not submits,
