@@ -116,12 +116,10 @@ class GoldAdapter(DecodingAdapter):
     next scripted output for its signature as the model would write it and parses it back, so the
     program receives exactly what the adapter would give it for that output. `responses` maps a
     signature's output field names to its calls' outputs in order (a list), or to a function that
-    gives each call's (a verifier that always accepts). A list alone is one signature's script."""
+    gives each call's (a verifier that always accepts)."""
 
-    def __init__(self, responses: dict[tuple[str, ...], list[dict] | Callable[[], dict]] | list[dict]) -> None:
+    def __init__(self, responses: dict[tuple[str, ...], list[dict] | Callable[[], dict]]) -> None:
         super().__init__("free")
-        if isinstance(responses, list):
-            responses = {tuple(responses[0]) if responses else (): responses}
         self.responses = {key: value if callable(value) else list(value) for key, value in responses.items()}
 
     @property

@@ -112,7 +112,7 @@ def _gold(method: str, trainset: list, budget: int, k: int, info: dict) -> dict[
     from eval.compile.gold_demos import gold_demos  # written beside this file; imported only when asked for
 
     chosen, skipped = demo_questions(trainset, budget, k)
-    info.update(demo_questions=[_question_id(q) for q in chosen], demo_questions_skipped=skipped)
+    info.update(demo_questions=[str(q.id) for q in chosen], demo_questions_skipped=skipped)
     return dict(gold_demos(chosen, budget=budget, method=method))
 
 
@@ -135,10 +135,6 @@ def demo_questions(trainset: list, budget: int, k: int) -> tuple[list, int]:
         raise ValueError(f"only {len(chosen)} of the {len(trainset)} training questions give a gold episode for every "
                          f"method; --k {k} needs more (--n-train)")
     return chosen, skipped
-
-
-def _question_id(example) -> str:
-    return str(example.id)
 
 
 def trim_demos(program: dspy.Module) -> dspy.Module:
