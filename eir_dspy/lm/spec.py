@@ -72,13 +72,26 @@ def build_lm(spec: LMSpec) -> dspy.LM:
         # The Router retries over endpoints; DSPy's own retries on top would multiply the attempts.
         return dspy.LM(spec.model, engine=engine, temperature=spec.temperature, max_tokens=spec.max_tokens,
                        num_retries=0)
-    kwargs = {}
+    kwargs = {} if takes_seed(spec.model) else {"additional_drop_params": ["seed"]}
     if spec.api_bases:
         # LiteLLM sends OpenAI's newer `max_completion_tokens`; llama.cpp's server ignores it and
         # generates to the end of its context. `max_tokens` in the body is what such servers read.
-        kwargs = {"api_base": spec.api_bases[0], "extra_body": {"max_tokens": spec.max_tokens}}
+        kwargs.update(api_base=spec.api_bases[0], extra_body={"max_tokens": spec.max_tokens})
     return dspy.LM(spec.model, temperature=spec.temperature, max_tokens=spec.max_tokens,
                    num_retries=spec.num_retries, timeout=spec.request_timeout, **kwargs)
+
+
+def takes_seed(model: str) -> bool:
+    """Whether the provider takes a sampling seed (LiteLLM's table of supported parameters). SSR's
+    votes send one (programs/ssr.py); a provider without it (Anthropic) would refuse the whole call,
+    so there the seed is dropped and the votes are unseeded samples (docs/lm.md, "Sampling seeds")."""
+    import litellm
+
+    provider, _, name = model.partition("/")
+    try:
+        return "seed" in (litellm.get_supported_openai_params(model=name or provider, custom_llm_provider=provider) or ())
+    except Exception:  # a provider LiteLLM does not know: send it and let it answer
+        return True
 
 
 def _embedded_lm(spec: LMSpec) -> dspy.LM:
