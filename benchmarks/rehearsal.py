@@ -150,6 +150,20 @@ def run(name: str, argv: list[str], *, env: dict, cwd: Path, log: Path, marks: d
     return stage
 
 
+def split_at_compare(processes: list[Stage]) -> tuple[Stage, Stage]:
+    """eval.grid's processes (the killed one and its resume) as two stages: running the cells, and
+    the comparison it runs at the end (from the line that starts it)."""
+    runs, comparison = Stage("runs"), Stage("comparison")
+    for p in processes:
+        mark = p.marks.get("compare")
+        if mark is None or mark["cpu_s"] is None:
+            runs.add(Stage("runs", p.wall_s, p.cpu_s, p.peak_rss_mb, returncodes=p.returncodes))
+            continue
+        runs.add(Stage("runs", mark["wall_s"], mark["cpu_s"], p.peak_rss_mb, returncodes=p.returncodes))
+        comparison.add(Stage("comparison", p.wall_s - mark["wall_s"], p.cpu_s - mark["cpu_s"], p.peak_rss_mb))
+    return runs, comparison
+
+
 def _cpu(pid: int) -> float | None:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -194,14 +208,15 @@ def _env(home: Path | None) -> dict:
 # ---------------------------------------------------------------- reading what was written
 
 
-def records_by_cell(home: Path, experiment: str) -> dict[tuple[str, str], dict[str, dict]]:
-    """Run name (variant / dataset / LM / H) -> question id -> the record a resume would keep (eval's own reader)."""
+def records_by_cell(home: Path, experiment: str) -> dict:
+    """{"records": run name (variant / dataset / LM / H) -> question id -> the record a resume would keep
+    (eval's own reader), "durations": run name -> its MLflow wall seconds}."""
     code = f"""
 import json, sys, mlflow
 from pathlib import Path
 from eval.files.results_file import read_run_records
 exp = mlflow.get_experiment_by_name({experiment!r})
-out = {{}}
+out, durations = {{}}, {{}}
 for run in mlflow.search_runs(experiment_ids=[exp.experiment_id], output_format="list") if exp else []:
     tags = run.data.tags
     cell, path = tags.get("eir.grid_cell"), tags.get("eir.results_path")
@@ -210,12 +225,20 @@ for run in mlflow.search_runs(experiment_ids=[exp.experiment_id], output_format=
     ids = {{run.info.run_id, tags.get("eir.variant_of") or run.info.run_id}}
     records = read_run_records(Path(path).read_text(errors="replace"), ids).records
     out[run.info.run_name] = records  # variant / dataset / LM / H: the cell, whatever its endpoint's URL
-json.dump(out, sys.stdout)
+    if run.info.end_time:
+        durations[run.info.run_name] = (run.info.end_time - run.info.start_time) / 1000
+json.dump({{"records": out, "durations": durations}}, sys.stdout)
 """
     done = subprocess.run([sys.executable, "-c", code], env=_env(home), cwd=home, capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"reading the records of {experiment} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout)
+
+
+def cell_seconds(read: dict) -> dict[str, dict]:
+    """Each run's wall seconds (MLflow start to end) and questions: a cell's time per question at this n."""
+    return {run: {"seconds": read["durations"][run], "questions": len(records)}
+            for run, records in read["records"].items() if run in read["durations"]}
 
 
 def without_timing(value):
@@ -317,12 +340,14 @@ def rehearse(args: argparse.Namespace, n: int, home: Path, *, kill: bool) -> dic
             total_questions = _grid_questions(grid, n)
             kill_when = None
             if kill and name == args.grids[0]:
-                kill_when = _kill_after(home, args.kill_at, _grid_questions(grid, n))
-            runs = run(f"{name}: eval.grid", command, env=env, cwd=home, log=log, marks=marks, kill_when=kill_when)
+                kill_when = _kill_after(home, args.kill_at, _grid_questions(grid, n), min(args.n), args.threads)
+            first = run(f"{name}: eval.grid", command, env=env, cwd=home, log=log, marks=marks, kill_when=kill_when)
+            processes = [first]
             resumed = None
-            if runs.returncodes[-1] == "killed":
+            if first.returncodes[-1] == "killed":
                 resumed = run(f"{name}: eval.grid (resumed)", command, env=env, cwd=home, log=log, marks=marks)
-                runs.add(resumed)
+                processes.append(resumed)
+            runs, comparison = split_at_compare(processes)
             after = endpoint.stats()
             analyses = {}
             for analysis in args.analyses:
@@ -330,11 +355,12 @@ def rehearse(args: argparse.Namespace, n: int, home: Path, *, kill: bool) -> dic
                         "--threads", str(args.threads), "--out", str(home / "analyses" / name)]
                 analyses[analysis] = asdict(run(f"{name}: analyze {analysis}", argv, env=env, cwd=home, log=log))
             after_analyses = endpoint.stats()
-            records = records_by_cell(home, experiment)
+            read = records_by_cell(home, experiment)
+            records = read["records"]
             result["grids"][name] = {
                 "dry_run": bound, "questions_planned": total_questions,
-                "runs": asdict(runs), "resumed": asdict(resumed) if resumed else None,
-                "analyses": analyses, "counted": counted(records),
+                "runs": asdict(runs), "comparison": asdict(comparison), "resumed": asdict(resumed) if resumed else None,
+                "analyses": analyses, "counted": counted(records), "cells": cell_seconds(read),
                 "endpoint": {"grid": _delta(before, after), "analyses": _delta(after, after_analyses)},
             }
             (home / f"records-{name}.json").write_text(json.dumps(records))
@@ -355,11 +381,12 @@ def _grid_questions(grid: Path, n: int) -> int:
     return entries * len(spec["lms"]) * sum(sizes[d] for d in spec["datasets"])
 
 
-def _kill_after(home: Path, share: float, total: int):
-    """True once `share` of the grid's questions have a line in a results file and the cell running
-    is early in its questions (10 to 60 saved), so the questions the kill interrupts are among every
-    cell's first 100: the ones a rehearsal at n = 100 runs too (`--identity` compares those)."""
+def _kill_after(home: Path, share: float, total: int, first: int, threads: int):
+    """True once `share` of the grid's questions have a line in a results file and the cell running has
+    saved between a few and `first` - `threads` questions: the questions the kill interrupts are then
+    among every cell's `first` questions, the ones a rehearsal at n = `first` runs too (compared)."""
     target = max(1, int(share * total))
+    low, high = max(1, min(10, first // 4)), first - threads
 
     def due() -> bool:
         counts = {}
@@ -369,7 +396,7 @@ def _kill_after(home: Path, share: float, total: int):
         if sum(counts.values()) < target:
             return False
         newest = max(counts, key=lambda p: p.stat().st_mtime)
-        return 10 <= counts[newest] <= 60 or total < 200
+        return low <= counts[newest] <= high or high < low
 
     return due
 
@@ -389,17 +416,14 @@ def report(summary: dict) -> str:
              "|---|---|---|---|---|---|---|---|---|"]
     for rehearsal in summary["rehearsals"]:
         for name, g in rehearsal["grids"].items():
-            runs, total = g["runs"], g["counted"]["total"]
-            compare = runs["marks"].get("compare")
-            run_cpu = compare["cpu_s"] if compare and compare["cpu_s"] is not None and not g["resumed"] else runs["cpu_s"]
-            run_wall = compare["wall_s"] if compare and not g["resumed"] else runs["wall_s"]
-            lines.append(f"| {rehearsal['n']} | {name} | runs{' (killed, resumed)' if g['resumed'] else ''} "
-                         f"| {run_wall:.0f} | {run_cpu:.0f} | {runs['peak_rss_mb']:.0f} | {total['questions']:,} "
-                         f"| {total['calls']:,} | {1000 * run_cpu / max(1, total['calls']):.2f} |")
-            if compare and not g["resumed"]:
-                lines.append(f"| {rehearsal['n']} | {name} | comparison (in eval.grid) | "
-                             f"{runs['wall_s'] - compare['wall_s']:.0f} | {runs['cpu_s'] - (compare['cpu_s'] or 0):.0f} "
-                             f"| | | | |")
+            runs, comparison, total = g["runs"], g["comparison"], g["counted"]["total"]
+            dry = g["dry_run"]
+            lines.append(f"| {rehearsal['n']} | {name} | dry run | {dry['wall_s']:.1f} | | | | | |")
+            lines.append(f"| {rehearsal['n']} | {name} | runs{' (killed once, resumed)' if g['resumed'] else ''} "
+                         f"| {runs['wall_s']:.0f} | {runs['cpu_s']:.0f} | {runs['peak_rss_mb']:.0f} | {total['questions']:,} "
+                         f"| {total['calls']:,} | {1000 * runs['cpu_s'] / max(1, total['calls']):.2f} |")
+            lines.append(f"| {rehearsal['n']} | {name} | comparison and plots (eval.grid's eval.compare) "
+                         f"| {comparison['wall_s']:.0f} | {comparison['cpu_s']:.0f} | | | | |")
             wall = sum(a["wall_s"] for a in g["analyses"].values())
             cpu = sum(a["cpu_s"] for a in g["analyses"].values())
             peak = max((a["peak_rss_mb"] for a in g["analyses"].values()), default=0)
@@ -419,12 +443,40 @@ def report(summary: dict) -> str:
         s = rehearsal["sizes_mb"]
         lines.append(f"| {rehearsal['n']} | {s['mlflow_store']:.1f} | {s['results_files']:.1f} | {s['dspy_cache']:.1f} "
                      f"| {s['analysis_outputs']:.1f} |")
+    lines += linearity(summary["rehearsals"])
     for label in ("identity", "identity_full"):
         if label in summary:
             ident = summary[label]
             lines += ["", f"Killed-and-resumed rehearsal vs {ident['against']}: {ident['compared']:,} records compared, "
                           f"{len(ident['differences'])} differ" + "".join(f"\n  {d}" for d in ident["differences"][:20])]
     return "\n".join(lines)
+
+
+def linearity(rehearsals: list[dict]) -> list[str]:
+    """Each stage's cost per question at the smallest and the largest n (linear: the same per question)."""
+    if len(rehearsals) < 2:
+        return []
+    small, large = rehearsals[0], rehearsals[-1]
+    lines = ["", f"| grid | per question | n = {small['n']} | n = {large['n']} | ratio |", "|---|---|---|---|---|"]
+    for name in large["grids"]:
+        if name not in small["grids"]:
+            continue
+        a, b = small["grids"][name], large["grids"][name]
+        qa, qb = a["counted"]["total"]["questions"], b["counted"]["total"]["questions"]
+        rows = {"runs, CPU ms": (a["runs"]["cpu_s"], b["runs"]["cpu_s"]),
+                "comparison, CPU ms": (a["comparison"]["cpu_s"], b["comparison"]["cpu_s"]),
+                "analyses, CPU ms": (sum(x["cpu_s"] for x in a["analyses"].values()),
+                                     sum(x["cpu_s"] for x in b["analyses"].values()))}
+        for label, (x, y) in rows.items():
+            if x and y:
+                lines.append(f"| {name} | {label} | {1000 * x / qa:.1f} | {1000 * y / qb:.1f} | {(y / qb) / (x / qa):.2f} |")
+        hot = [run for run in b["cells"] if " / hotpotqa / " in run and run in a["cells"]]
+        if hot:
+            x = sum(a["cells"][r]["seconds"] for r in hot) / sum(a["cells"][r]["questions"] for r in hot)
+            y = sum(b["cells"][r]["seconds"] for r in hot) / sum(b["cells"][r]["questions"] for r in hot)
+            lines.append(f"| {name} | HotpotQA cells' wall, ms ({len(hot)} runs) | {1000 * x:.1f} | {1000 * y:.1f} "
+                         f"| {y / x:.2f} |")
+    return lines
 
 
 def _num(value) -> str:

@@ -45,6 +45,7 @@ class SimulatedEndpoint:
         self._attempts: dict[bytes, int] = {}
         self.stats = {"requests": 0, "answered": 0, "faults": dict.fromkeys(FAULTS, 0), "prompt_tokens": 0,
                       "completion_tokens": 0, "by_model": {}, "agent_errors": 0}
+        count_tokens("warm up")  # load the tokenizer now, not in the first request's time
         self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self.server.daemon_threads = True
         self.server.request_queue_size = 128

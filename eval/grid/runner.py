@@ -56,8 +56,31 @@ def logged_runs(experiment: str) -> dict[str, list]:
     return by_key
 
 
+def set_up(run) -> bool:
+    """Whether eval.run finished setting the run up (its config and results path are tagged). A process
+    killed between creating the run and tagging it (SIGKILL, a power cut) leaves a run that ran no
+    question and can never be resumed: the cell starts again (`retire_unset_runs`)."""
+    tags = run.data.tags
+    return (run.info.status == "FINISHED" or tracking.VARIANT_OF_TAG in tags
+            or (tracking.CONFIG_TAG in tags and tracking.RESULTS_TAG in tags))
+
+
+def retire_unset_runs(runs: list) -> list:
+    """End every run killed during its set-up FAILED, saying so (eval.compare skips it), and return the others."""
+    for run in runs:
+        if not set_up(run) and run.info.status != "FAILED":
+            client = mlflow.MlflowClient()
+            client.set_tag(run.info.run_id, tracking.FAILURE_TAG,
+                           "killed while eval.run was setting it up, before any question ran; eval.grid starts the "
+                           "cell again in a new run")
+            client.set_terminated(run.info.run_id, "FAILED")
+    return [r for r in runs if set_up(r)]
+
+
 def cell_state(cell: Cell, runs: list, questions: int | None = None) -> CellState:
-    """The cell's state from its runs; `questions`: what it runs when its file holds fewer than n (--allow-fewer)."""
+    """The cell's state from its runs (those eval.run set up: `set_up`); `questions`: what it runs when
+    its file holds fewer than n (--allow-fewer)."""
+    runs = [r for r in runs if set_up(r)]
     total = questions or cell.n
     finished = [r for r in runs if r.info.status == "FINISHED"]
     if finished and not finished[0].data.metrics.get("failed_questions", 0) > 0:
@@ -176,7 +199,7 @@ class _Interrupted(Exception):
 
 def _run_cells(grid: Grid, states: dict[int, CellState], progress: Progress,
                questions: dict[str, int]) -> list[tuple[Cell, str]]:
-    by_key = logged_runs(grid.experiment)
+    by_key = {key: retire_unset_runs(runs) for key, runs in logged_runs(grid.experiment).items()}
     states.update({c.number: cell_state(c, by_key.get(c.key, []), questions.get(c.dataset)) for c in grid.cells})
     _say(f"grid {grid.name}: {len(grid.cells)} cells in MLflow experiment {grid.experiment!r} ({grid.path})")
     failed: list[tuple[Cell, str]] = []

@@ -118,7 +118,12 @@ def select_runs(experiment: str | None = None, run_ids: list[str] | None = None,
                                      else f"{label} is a comparison, not a method run")
             continue
         if tracking.CONFIG_TAG not in run.data.tags:
-            raise SelectionError(f"{label} was not made by eval.run (no {tracking.CONFIG_TAG} tag)")
+            if run.info.status == "FINISHED" or run_ids:
+                raise SelectionError(f"{label} was not made by eval.run (no {tracking.CONFIG_TAG} tag)")
+            # a process killed between creating the run and tagging it: no question ran in it
+            notes.append(f"skipped {label}: status {run.info.status}, killed while eval.run was setting it up "
+                         "(no question ran in it)")
+            continue
         records = _finished_so_far(run) if stopped and run.info.status == "KILLED" else None
         if not records and run.info.status != "FINISHED":
             why = run.data.tags.get(tracking.FAILURE_TAG)

@@ -17,6 +17,7 @@ import eval.grid.runner as runner
 import eval.runs.lifecycle as lifecycle
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.runs import tracking
+from eval.runs.logged_runs import select_runs
 from programs import EIR, SSR, Direct
 from programs.registry import method_named
 from tests.fake_openai import eir_reply
@@ -419,3 +420,28 @@ def test_a_finished_run_with_an_earlier_versions_tag_is_named_with_the_way_out()
                           data=SimpleNamespace(metrics={}, tags={tracking.CONFIG_TAG: json.dumps({"method": "eir", "n": 5})}))
     with pytest.raises(RunError, match=r"run r9 \(eir / hotpotqa / m\): eir.config tag: missing key .*migrate it first"):
         cell_state(SimpleNamespace(n=5), [run])
+
+
+def test_a_run_killed_while_being_set_up_is_retired_and_its_cell_started_again(workdir, monkeypatch, compared):
+    """A SIGKILL between creating a cell's run and tagging it left a run no resume could continue, and
+    the cell failed on every later attempt (found by benchmarks/rehearsal.py). Now the cell starts again."""
+    use_lm(monkeypatch, eir_reply)
+    grid = grid_module.load_grid("grid.toml")
+    tracking.use_tracking_uri()
+    tracking.setup("grid-test")
+    orphan = mlflow.start_run(run_name=grid.cells[1].config.run_name,
+                              tags={runner.CELL_TAG: grid.cells[1].key, runner.GRID_TAG: "grid"})
+    mlflow.end_run("RUNNING")  # left as a killed process leaves it
+    mlflow.MlflowClient().set_terminated(orphan.info.run_id, "RUNNING")
+    grid_command.main(["grid.toml"])
+    runs = {r.info.run_id: r for r in grid_runs()}
+    assert len(runs) == 4
+    assert runs[orphan.info.run_id].info.status == "FAILED"
+    assert "setting it up" in runs[orphan.info.run_id].data.tags[tracking.FAILURE_TAG]
+    others = [r for r in runs.values() if r.info.run_id != orphan.info.run_id]
+    assert all(r.info.status == "FINISHED" and r.data.metrics["n"] == N for r in others)
+    assert len(compared) == 1
+    loaded, notes = select_runs("grid-test")  # what eval.compare reads: the retired run skipped, with a note
+    assert len(loaded) == 3 and any(orphan.info.run_id in n and "setting it up" in n for n in notes)
+    mlflow.MlflowClient().set_terminated(orphan.info.run_id, "RUNNING")  # even while it still reads RUNNING
+    assert len(select_runs("grid-test")[0]) == 3
