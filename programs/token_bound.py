@@ -23,9 +23,9 @@ read") takes at most about 1.75 tokens per output token for the shortest entries
 text. Outputs built to defeat it (hundreds of one-character depends_on ids each quoted in a problem; text of
 rare characters that json.dumps re-escapes as \\uXXXX) could exceed it; no model writes those on purpose.
 JOIN = 2 covers the tokens a junction of two separately counted texts can add (measured at most 2 over the
-dev files' texts). The corpus setting has no bound: its prompts show search results and paragraphs of the
-index that no question's text fixes: the rules are written for the pool (BOUNDED_SETTINGS), and
-programs/registry.py `Method.max_tokens` is None in the corpus.
+dev files' texts). The rules are written for the pool (BOUNDED_SETTINGS): the corpus setting's prompts
+show search results and paragraphs of the index that no question's text fixes, so programs/registry.py
+`Method.max_tokens` is None there.
 """
 
 from __future__ import annotations

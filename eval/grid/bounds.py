@@ -100,7 +100,8 @@ def cell_bound(grid, cell, questions: list[PoolTokens] | str, todo: int) -> Cell
                                Prompts(program, config.lm.decoding or "free"), **config.options)
     each = [bound(q) for q in questions]
     if any(b is None for b in each):
-        return CellBound(why=f"{cell.method} has no token bound in the {config.setting} setting")
+        return CellBound(why=f"the {config.setting} setting has no token bound (its prompts show search results "
+                             "and paragraphs no question's text fixes)")
     prompts, completions = [b.prompt for b in each], [b.completion for b in each]
     prompt, completion = sum(prompts), sum(completions)
     todo = max(0, min(todo, len(each)))

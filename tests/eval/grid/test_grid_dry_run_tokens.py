@@ -83,3 +83,15 @@ def test_priced_cells_alone_total_their_dollars(workdir, capsys):
     eir, full_pool = expected_tokens("eir"), expected_tokens("full_pool")
     assert out["usd"] == price_call(PRICED, *eir) + price_call(PRICED, *full_pool)
     assert f"Dollars at most: ${out['usd']:,.2f} in all" in capsys.readouterr().out
+
+
+def test_corpus_cells_have_no_token_bound(workdir, capsys):
+    corpus = GRID.replace("[run]\n", '[run]\nsetting = "corpus"\n').split("[[methods]]\nmethod = \"full_pool\"")[0]
+    (workdir / "grid.toml").write_text(corpus.replace('reference = "eir H=2"', 'reference = "eir_corpus H=2"'))
+    out = grid_command.main(["grid.toml", "--dry-run"])
+    text = capsys.readouterr().out
+    assert out["calls"] == 2 * N * METHODS["eir"].max_calls(2, "corpus")  # calls are still bounded
+    assert [c["prompt_tokens"] for c in out["per_cell"]] == [None, None] and out["prompt_tokens"] is None
+    assert out["usd"] is None
+    assert "prompt unknown, completion unknown in all" in text
+    assert text.count("note: tokens unknown for some cells: the corpus setting has no token bound") == 1
