@@ -106,11 +106,17 @@ class PoolEnvironment:
         episode.reads += 1
         paragraph = result.paragraph
         episode.evidence.add_paragraph(paragraph, episode.turn)
-        header = f"Read {json.dumps(paragraph.title)}"
-        if result.fell_back:
-            header = f"No unread title matches {json.dumps(action.title)}; read {json.dumps(paragraph.title)} instead"
-        text = f"{header} {budget_note(episode, episode.turn)}. {citation_hint(paragraph.title)}:\n" + render_sentences(paragraph)
+        text = read_text(paragraph, budget_note(episode, episode.turn), action.title if result.fell_back else None)
         return Outcome(text, text, paragraph.title, result.fell_back)
+
+
+def read_text(paragraph: Paragraph, note: str, requested: str | None = None) -> str:
+    """A read's result: which paragraph was read (`requested`: the title asked for, when it matched no
+    unread title and this one was read instead), the budget `note`, how to cite it, its sentences."""
+    header = f"Read {json.dumps(paragraph.title)}"
+    if requested is not None:
+        header = f"No unread title matches {json.dumps(requested)}; read {json.dumps(paragraph.title)} instead"
+    return f"{header} {note}. {citation_hint(paragraph.title)}:\n" + render_sentences(paragraph)
 
 
 def budget_note(episode: EpisodeState, turns_done: int) -> str:

@@ -29,6 +29,8 @@ from eir_dspy.evidence import EvidenceStore
 from eir_dspy.rejection import NO_ACTION, NO_READS_LEFT, SUBMIT_ONLY_TURN, Rejection
 from eir_dspy.turns import Action, Environment, Outcome
 
+NO_ACTION_TEXT = "the output held no action"  # a rejected turn's text when the policy gave no reason
+
 
 @dataclass
 class Proposal:
@@ -121,7 +123,7 @@ def run_episode(question: str, env: Environment, policy: Policy, budget: int,
             proposal = Proposal(None, error=exc.explanation, cause=exc.cause)
         action = proposal.action
         if action is None:
-            problem = Rejection(proposal.cause or NO_ACTION, proposal.error or "the output held no action")
+            problem = Rejection(proposal.cause or NO_ACTION, proposal.error or NO_ACTION_TEXT)
         else:
             problem = action_problem(action, episode) or env.problem(action, episode) or policy.check(action, episode)
         invalid_read = problem is not None and action is not None and action.kind == "read"

@@ -24,6 +24,7 @@ from programs.options import Options
 from programs.react import DirectPolicy, episode_result, episode_trajectory
 from programs.result import MethodResult
 from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
+from programs.token_bound import PoolTokens, Prompts, TokenBound, echo, turn_texts
 from programs.trajectory_record import Trajectory
 from signatures import DirectSearchTurn, DirectTurn
 
@@ -32,6 +33,22 @@ def max_calls(budget: int, setting: str, options: Options) -> int:
     """`forward` below: max_turns=turn_limit(corpus, H), so H turns in all in the pool (reads and the
     submit), 12 in the corpus; one `action` call per turn, no final call."""
     return most_turns(setting, budget, budget)
+
+
+def max_tokens(budget: int, setting: str, options: Options, pool: PoolTokens, cap: int,
+               prompts: Prompts) -> TokenBound:
+    """`forward` below (the pool: programs/token_bound.py): H `action` calls
+    (`turn`), each question + unread titles (all of them) + last result: the opening on turn 1, later
+    the longer of a rejection and a read's result (each paragraph read once: the k-th largest on one
+    turn each), each with the budget note, plus the previous output quoted (E = echo(cap): a read's
+    requested title that matched none, a submit's unread citations). Nothing else of earlier turns is shown.
+    Completions: H x cap."""
+    turns = most_turns(setting, budget, budget)
+    last = turn_texts(budget, budget).last_results(pool, turns)
+    prompt = sum(prompts.call("turn", question=pool.question, unread_titles=pool.unread_titles,
+                              last_result=last[k - 1] + (echo(cap) if k > 1 else 0))
+                 for k in range(1, turns + 1))
+    return TokenBound(prompt, max_calls(budget, setting, options) * cap)
 
 
 class Direct(dspy.Module):

@@ -24,6 +24,11 @@ from signatures.schemas import eir_search_turn_schema, eir_turn_schema, grammar_
 
 ABLATIONS = ("none", "no-list-feedback", "repair", "repair-unapplied")  # Appendix E.2 and E.3
 HIDDEN_LISTS = "(not shown)"  # what the list-feedback control's prompts hold in place of the lists
+# What the next result says of invalid list updates under each rule (followed by the problems, where lists are shown).
+INVALID_UPDATES_TEXT = {
+    REJECT: "your list updates are invalid, so nothing of this turn ran (its action included)",
+    DISCARD: "your list updates were invalid and discarded: both lists are unchanged (the action ran)",
+}
 
 
 def _pool_turn_schema(episode: Episode, dependency_ids: list[str] | None) -> dict:
@@ -89,10 +94,7 @@ class EIRPolicy:
         if not problems:
             return None
         self.updates["discarded"] += 1
-        if self.invalid_updates_rule == REJECT:
-            text = "your list updates are invalid, so nothing of this turn ran (its action included)"
-        else:
-            text = "your list updates were invalid and discarded: both lists are unchanged (the action ran)"
+        text = INVALID_UPDATES_TEXT[self.invalid_updates_rule]
         if self.show_lists:
             text += ": " + "; ".join(p.text for p in problems)
         return Rejection(problems[0].cause, text)

@@ -16,12 +16,20 @@ from programs import names
 from programs.eir import AnswerFromEvidence
 from programs.options import Options
 from programs.result import MethodResult
+from programs.token_bound import PoolTokens, Prompts, TokenBound
 from programs.trajectory_record import Trajectory
 
 
 def max_calls(budget: int, setting: str, options: Options) -> int:
     """One `final` call over the whole pool, whatever H."""
     return 1
+
+
+def max_tokens(budget: int, setting: str, options: Options, pool: PoolTokens, cap: int,
+               prompts: Prompts) -> TokenBound:
+    """Its one `final` call (`answer.predict`): the question and the whole pool rendered as evidence;
+    one completion of at most cap. Nothing grows: the prompt is fixed by the question's text."""
+    return TokenBound(prompts.call("answer.predict", question=pool.question, evidence=pool.pool), cap)
 
 
 class FullPool(dspy.Module):

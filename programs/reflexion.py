@@ -28,7 +28,8 @@ from programs.options import Options, positive_int
 from programs.react import DirectPolicy, episode_result, episode_trajectory
 from programs.result import MethodResult
 from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
-from programs.trajectory import render_trajectory
+from programs.token_bound import JOIN, PoolTokens, Prompts, TokenBound, echo, text_tokens, turn_texts
+from programs.trajectory import render_action, render_trajectory
 from programs.trajectory_record import Trajectory
 from signatures import Reflect, ReflexionSearchTurn, ReflexionTurn
 from signatures.schemas import grammar_config, reflect_schema
@@ -49,6 +50,40 @@ def max_calls(budget: int, setting: str, options: ReflexionOptions) -> int:
     `action` call a turn) and one `reflect` call after each failed trial but the last. Its first-trial
     result is trial 1 of the same run: no extra calls."""
     return options.trials * most_turns(setting, budget, budget) + (options.trials - 1)
+
+
+def max_tokens(budget: int, setting: str, options: ReflexionOptions, pool: PoolTokens, cap: int,
+               prompts: Prompts) -> TokenBound:
+    """`forward` below (the pool: programs/token_bound.py), every trial run:
+
+    - trial i, turn k (`turn`): Direct's turn bound (question, unread titles, last result with the
+      previous output's echo E = echo(cap) after turn 1) + the reflections: for i = 1 the placeholder,
+      else one line per earlier trial, "Attempt r: " + the reflection (an output: E, or the unparsed text);
+    - after each trial but the last, `reflect`: question + every title + the trajectory, per turn
+      "Turn k / Thought / Action / Result": the thought and action (the turn's output, E), and the result,
+      a read of a distinct paragraph (the H largest read results, each with its note) or a rejection
+      (its longest text), and the output quoted in it (E).
+    Completions: max_calls x cap."""
+    turns = most_turns(setting, budget, budget)
+    texts = turn_texts(budget, budget)
+    last = texts.last_results(pool, turns)
+    grow, question, titles = echo(cap), pool.question, pool.unread_titles
+    unparsed = text_tokens(_UNPARSED)
+    line = text_tokens(f"Attempt {options.trials}: ") + JOIN + max(grow, unparsed) + 1  # and its line break
+    block = text_tokens(f"Turn {turns}\nThought: -\nAction: {render_action(None)}\nResult: ") + 4 * JOIN + 1
+    reads = pool.largest_reads(turns)
+    trajectory = sum(block + 2 * grow + texts.result(reads[k] if k < len(reads) else 0) for k in range(turns))
+    prompt = 0
+    for trial in range(1, options.trials + 1):
+        reflections = text_tokens(render_reflections([])) if trial == 1 else (trial - 1) * line
+        prompt += sum(prompts.call("turn", question=question, reflections=reflections, unread_titles=titles,
+                                   last_result=last[k - 1] + (grow if k > 1 else 0)) for k in range(1, turns + 1))
+        if trial < options.trials:
+            prompt += prompts.call("reflect", question=question, titles=pool.known, trajectory=trajectory)
+    return TokenBound(prompt, max_calls(budget, setting, options) * cap)
+
+
+_UNPARSED = "(the reflection could not be parsed)"
 
 
 def render_reflections(reflections: list[str]) -> str:
@@ -105,4 +140,4 @@ class Reflexion(dspy.Module):
         # The failed trial's paragraphs: its pool's titles, or what its searches found.
         out = lm_call("reflect", self.reflect, question=question, titles=episode.env.render_known(),
                       trajectory=render_trajectory(episode), config=config, on_unusable=None)
-        return "(the reflection could not be parsed)" if out is None else out.reflection.strip()
+        return _UNPARSED if out is None else out.reflection.strip()

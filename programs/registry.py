@@ -11,10 +11,11 @@ Adding a method is one program file plus one entry below:
   (plus `oracle=` when it needs one) returns a MethodResult and whose class attribute `acceptance`
   is its parse rule (eir_dspy/acceptance.py reads it while the method calls the LM); its options
   dataclass (a subclass of programs.options.Options, checked as it is made; the program takes its
-  fields as keyword arguments, and `budget` unless `budgeted=False`); and `max_calls(budget,
-  setting, options)`, its call bound read off its code;
+  fields as keyword arguments, and `budget` unless `budgeted=False`); `max_calls(budget,
+  setting, options)`, its call bound read off its code; and `max_tokens(budget, setting, options, pool,
+  cap, prompts)`, its token bound read off its code (programs/token_bound.py);
 - the entry, added to METHODS.
-eval.run's --method, eval.compile and the grid (with its --dry-run bound) follow from the entry. An
+eval.run's --method, eval.compile and the grid (with its --dry-run bounds) follow from the entry. An
 option no method had before also needs its eval.run flag (eval/run.py) and grid key (eval/grid/spec.py).
 """
 
@@ -31,6 +32,7 @@ from programs import direct, eir, full_pool, names, reflexion, ssr
 from programs.options import Options
 from programs.result import MethodResult
 from programs.setting import CORPUS, POOL, SETTINGS
+from programs.token_bound import BOUNDED_SETTINGS, PoolTokens, Prompts, TokenBound
 
 DEFAULT_VOTES = ssr.DEFAULT_VOTES
 DEFAULT_TRIALS = reflexion.DEFAULT_TRIALS
@@ -42,6 +44,8 @@ class Method:
     program: type[dspy.Module]
     options: type[Options]
     max_calls_rule: Callable[[int, str, Options], int]  # the program file's `max_calls`
+    # the program file's `max_tokens`: (budget, setting, options, pool, cap, prompts) -> TokenBound, in BOUNDED_SETTINGS
+    max_tokens_rule: Callable[[int, str, Options, PoolTokens, int, Prompts], TokenBound]
     settings: tuple[str, ...] = SETTINGS
     budgeted: bool = True  # the program takes the read budget H (a run logs H either way)
     needs_oracle: bool = False  # `run` passes the oracle (a yes/no on an answer) to the program
@@ -116,15 +120,40 @@ class Method:
             raise ValueError(f"method {self.name} has no {setting} setting")
         return self.max_calls_rule(budget, setting, self.make_options(options, setting))
 
+    def max_tokens(self, budget: int, pool: PoolTokens, cap: int, setting: str = POOL, prompts: Prompts | None = None,
+                   **options) -> TokenBound | None:
+        """At most this many prompt and completion tokens (o200k_base, eir_dspy/accounting/tokens.py) for
+        one question whose texts are `pool`, at read budget H = `budget`, each reply at most `cap` tokens
+        (the run's --max-tokens): an UPPER BOUND read off the program's code (its `max_tokens`; how:
+        programs/token_bound.py). `prompts`: the fixed parts of the program's prompts as the run renders
+        them (a compiled program's demos included; eval.grid --dry-run makes one per cell); None: the
+        program built with these options, uncompiled. None in a setting the method has no bound for (the
+        corpus). Real questions usually cost far less: outputs are shorter than the cap and episodes stop early."""
+        return self.token_bound(budget, cap, setting, prompts, **options)(pool)
+
+    def token_bound(self, budget: int, cap: int, setting: str = POOL, prompts: Prompts | None = None,
+                    **options) -> Callable[[PoolTokens], TokenBound | None]:
+        """`max_tokens` with everything but the question fixed (checked once): a function of its PoolTokens."""
+        if cap < 1:
+            raise ValueError(f"cap must be a positive number of tokens, got {cap}")
+        self.max_calls(budget, setting, **options)  # checks the budget, the setting and the options
+        if setting not in BOUNDED_SETTINGS:
+            return lambda pool: None
+        made = self.make_options(options, setting)
+        prompts = prompts or Prompts(self.build(budget, made))
+        return lambda pool: self.max_tokens_rule(budget, setting, made, pool, cap, prompts)
+
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method(names.EIR, eir.EIR, eir.EIROptions, eir.max_calls),
-    Method(names.DIRECT, direct.Direct, Options, direct.max_calls),
+    Method(names.EIR, eir.EIR, eir.EIROptions, eir.max_calls, eir.max_tokens),
+    Method(names.DIRECT, direct.Direct, Options, direct.max_calls, direct.max_tokens),
     # Full Pool has no pool to give in the corpus setting; it reads nothing turn by turn.
-    Method(names.FULL_POOL, full_pool.FullPool, Options, full_pool.max_calls, settings=("pool",), budgeted=False),
-    Method(names.SSR, ssr.SSR, ssr.SSROptions, ssr.max_calls),
+    Method(names.FULL_POOL, full_pool.FullPool, Options, full_pool.max_calls, full_pool.max_tokens,
+           settings=("pool",), budgeted=False),
+    Method(names.SSR, ssr.SSR, ssr.SSROptions, ssr.max_calls, ssr.max_tokens),
     # One run, two results: the trial the oracle stopped at, and trial 1 alone.
-    Method(names.REFLEXION, reflexion.Reflexion, reflexion.ReflexionOptions, reflexion.max_calls, needs_oracle=True,
+    Method(names.REFLEXION, reflexion.Reflexion, reflexion.ReflexionOptions, reflexion.max_calls, reflexion.max_tokens,
+           needs_oracle=True,
            label=names.REFLEXION_ORACLE, variants=(names.REFLEXION_FIRST,)),
 )}
 CORPUS_METHODS = tuple(name for name, m in METHODS.items() if CORPUS in m.settings)

@@ -37,6 +37,7 @@ from programs.react import DirectPolicy, action_config, episode_result, episode_
 from programs.result import MethodResult
 from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
+from programs.token_bound import JOIN, PoolTokens, Prompts, TokenBound, echo, longest_note, text_tokens, turn_texts
 from programs.trajectory import render_action
 from programs.trajectory_record import Trajectory
 from signatures import DecomposeProposal, DirectSearchTurn, DirectTurn, RefineSearchStep, RefineStep, VerifySearchStep, VerifyStep
@@ -71,6 +72,39 @@ def max_calls(budget: int, setting: str, options: SSROptions) -> int:
     (programs/ssr_voting.step_to_refine picks at most one step); the agreed-correction fallback makes
     no call. Turns as Direct's: H in the pool, 12 in the corpus."""
     return most_turns(setting, budget, budget) * (1 + 1 + len(STEPS) * options.votes + 1)
+
+
+def max_tokens(budget: int, setting: str, options: SSROptions, pool: PoolTokens, cap: int,
+               prompts: Prompts) -> TokenBound:
+    """SSRPolicy.propose on each of the H turns (the pool: programs/token_bound.py).
+    With E = echo(cap) (an earlier output shown again) and EV = the evidence of the k - 1 largest
+    paragraphs (turn k has read at most k - 1):
+
+    - `action` (`turn`, Direct's): question + unread titles + last result, as Direct's bound, whose echo
+      (after turn 1) is the output whose action ran: the proposal, the refinement or a verifier's correction;
+    - `decompose`: question + EV + the proposal ("Thought: ...\nAction: ...": its fixed words + E);
+    - votes x 3 `verify`: question + EV + unread titles + turns left (the longest budget note) + the steps
+      (the decomposition's three fields, fixed words + E) + the step's name;
+    - one `refine`: the same + the agreed correction (a verifier's output, E).
+    Completions: max_calls x cap."""
+    turns = most_turns(setting, budget, budget)
+    last = turn_texts(budget, budget).last_results(pool, turns)
+    grow, question, titles = echo(cap), pool.question, pool.unread_titles
+    forms = (None, Action("read"), Action("submit", citations=(("", 0),)))
+    proposal = max(text_tokens(f"Thought: -\nAction: {render_action(a)}") for a in forms) + 2 * JOIN + grow
+    steps = text_tokens("\n".join(f"{name}: " for name in STEPS)) + len(STEPS) * JOIN + grow
+    step = max(text_tokens(name) for name in STEPS)
+    left = longest_note(budget, budget)
+    prompt = 0
+    for k in range(1, turns + 1):
+        evidence = pool.evidence(k - 1)
+        prompt += prompts.call("turn", question=question, unread_titles=titles, last_result=last[k - 1] + (grow if k > 1 else 0))
+        prompt += prompts.call("decompose", question=question, evidence=evidence, proposal=proposal)
+        prompt += options.votes * len(STEPS) * prompts.call(
+            "verify", question=question, evidence=evidence, unread_titles=titles, turns_left=left, steps=steps, step=step)
+        prompt += prompts.call("refine", question=question, evidence=evidence, unread_titles=titles, turns_left=left,
+                               steps=steps, step=step, correction=grow)
+    return TokenBound(prompt, max_calls(budget, setting, options) * cap)
 
 
 def turns_left(episode: Episode) -> str:

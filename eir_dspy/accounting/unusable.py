@@ -72,7 +72,10 @@ def _type_error(exc: Exception) -> str | None:
     return ".".join(str(p) for p in (field, *first["loc"])) + ": " + first["msg"]
 
 
+SHORT_ERROR_CHARS = 200  # the most characters of an error a prompt shows
+
+
 def short_error(text: str) -> str:
     """The first line of an error, short enough for a prompt."""
     lines = str(text).strip().splitlines()
-    return (lines[0] if lines else "")[:200]
+    return (lines[0] if lines else "")[:SHORT_ERROR_CHARS]

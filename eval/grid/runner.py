@@ -17,6 +17,7 @@ import mlflow
 
 from eval.compare.families import FamilyError
 from eval.files.results_file import read_run_records
+from eval.grid.bounds import CellBound, cell_bound, question_tokens
 from eval.grid.paper import DataCheck
 from eval.grid.spec import Cell, Grid, check_data
 from eval.runs import lifecycle, tracking
@@ -307,38 +308,76 @@ def compare(grid: Grid) -> dict:
 
 
 def dry_run(grid: Grid, data: DataCheck | None = None) -> dict:
-    """Print every cell, its status and its LM calls at most; run nothing. A paper grid's data
-    errors (`data`, eval/grid/paper.py) are a RunError after the cells are printed, as a run would stop."""
+    """Print every cell, its status and its bounds (LM calls, prompt and completion tokens, dollars),
+    with their totals; run nothing. A paper grid's data errors (`data`, eval/grid/paper.py) are a
+    RunError after the cells are printed, as a run would stop. The bounds: docs/experiments.md, "Grids"."""
     tracking.use_tracking_uri()
     data = data or DataCheck()
     by_key = logged_runs(grid.experiment)
     rows, total_calls, todo_calls = [], 0, 0
+    questions = {dataset: question_tokens(grid, dataset) for dataset in grid.datasets}
+    bounds: list[CellBound] = []
     for cell in grid.cells:
         state = cell_state(cell, by_key.get(cell.key, []), data.questions.get(cell.dataset))
         calls = cell.calls_per_question * state.total
         total_calls += calls
-        if state.status != "finished":
-            todo_calls += cell.calls_per_question * (state.total - state.done)
-        rows.append(_dry_row(cell, state, calls))
+        todo = state.total - state.done if state.status != "finished" else 0
+        todo_calls += cell.calls_per_question * todo
+        bound = cell_bound(grid, cell, questions[cell.dataset], todo)
+        bounds.append(bound)
+        rows.append(_dry_row(cell, state, calls, bound))
     _say(f"grid {grid.name} ({grid.path}): {len(grid.cells)} cells in MLflow experiment {grid.experiment!r}, "
          f"n={grid.n}, seed {grid.seed}" + (" (a paper grid: eval/grid/paper.py)" if grid.paper else ""))
-    _say(aligned(["#", "variant", "dataset", "lm", "H", "n", "status", "calls/question ≤", "calls ≤"], rows))
+    _say(aligned(["#", "variant", "dataset", "lm", "H", "n", "status", "calls/question ≤", "calls ≤",
+                  "prompt tokens ≤", "completion tokens ≤", "USD ≤"], rows))
+    totals = _totals(bounds)
     _say(f"\nLM calls at most (an upper bound per question from the method's entry, programs/registry.py, × n): "
          f"{total_calls:,} in all; {todo_calls:,} for what is not finished yet")
+    _say("Tokens at most (o200k_base tokens, each question's bound from the method's entry on its own text, "
+         "every reply as long as --max-tokens allows): "
+         f"prompt {_amount(totals['prompt_tokens'])}, completion {_amount(totals['completion_tokens'])} in all; "
+         f"prompt {_amount(totals['todo_prompt_tokens'])}, completion {_amount(totals['todo_completion_tokens'])} "
+         "for what is not finished yet")
+    _say(f"Dollars at most: {_dollars(totals['usd'])} in all; {_dollars(totals['todo_usd'])} for what is not "
+         "finished yet" + _unknown_note(bounds))
     for problem in check_data(grid):
         _say(f"note: {problem}")
     for note in data.notes:
         _say(f"note: {note}")
+    for why in dict.fromkeys(b.why for b in bounds if b.why):
+        _say(f"note: tokens unknown for some cells: {why}")
     if data.errors:
         raise RunError("\nerror: ".join(data.errors))
     families = f" with families {', '.join(f['name'] for f in grid.families)}" if grid.families else ""
     _say(f"Then: eval.compare --experiment {grid.experiment} --reference {grid.reference}{families}")
-    return {"cells": len(grid.cells), "calls": total_calls, "todo_calls": todo_calls}
+    return {"cells": len(grid.cells), "calls": total_calls, "todo_calls": todo_calls, **totals,
+            "per_cell": [{"number": c.number, "title": c.title, **b.as_dict()} for c, b in zip(grid.cells, bounds)]}
 
 
-def _dry_row(cell: Cell, state: CellState, calls: int) -> list[str]:
+def _totals(bounds: list[CellBound]) -> dict:
+    """Each bound summed over the cells; None (unknown) when a cell's is."""
+    keys = ("prompt_tokens", "completion_tokens", "usd", "todo_prompt_tokens", "todo_completion_tokens", "todo_usd")
+    cells = [b.as_dict() for b in bounds]
+    return {k: None if any(c[k] is None for c in cells) else sum(c[k] for c in cells) for k in keys}
+
+
+def _amount(tokens: int | None) -> str:
+    return "unknown" if tokens is None else f"{tokens:,}"
+
+
+def _dollars(usd: float | None) -> str:
+    return "unknown" if usd is None else f"${usd:,.2f}"
+
+
+def _unknown_note(bounds: list[CellBound]) -> str:
+    unpriced = sorted({b.unpriced for b in bounds if b.unpriced})
+    return f" (no price is known for {', '.join(unpriced)}: give --price-in and --price-out)" if unpriced else ""
+
+
+def _dry_row(cell: Cell, state: CellState, calls: int, bound: CellBound) -> list[str]:
     variant = cell.variants[0] + "".join(f" (+ {v})" for v in cell.variants[1:])
     status = state.status if state.status != "resumable" else f"resumable ({state.done}/{state.total} saved)"
     n = f"{state.total:,}" + (f" of {cell.n:,}" if state.total < cell.n else "")  # a file with fewer questions
     return [str(cell.number), variant, cell.dataset, cell.lm, str(cell.budget), n, status,
-            f"{cell.calls_per_question:,}", f"{calls:,}"]
+            f"{cell.calls_per_question:,}", f"{calls:,}", _amount(bound.prompt), _amount(bound.completion),
+            _dollars(bound.usd)]

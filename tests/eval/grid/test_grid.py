@@ -350,8 +350,9 @@ def test_call_rules_by_hand():
     assert max_calls("eir", 6) == 8  # 7 turns + the final call
     assert max_calls("eir", 4) == 6 and max_calls("eir", 10) == 12
     assert max_calls("eir", 6, ablation="no-list-feedback") == 8
-    # 7 turns + the final call, and up to 4 repairs + 1 refresh on each of the 6 turns before the last
-    assert max_calls("eir", 6, ablation="repair") == max_calls("eir", 6, ablation="repair-unapplied") == 8 + 6 * 5
+    # 7 turns + the final call, and up to 4 repairs + 1 refresh after each of turns 3 to 6 (none can
+    # follow turns 1 and 2: programs/eir.py FIRST_REPAIR_TURN; nor the last)
+    assert max_calls("eir", 6, ablation="repair") == max_calls("eir", 6, ablation="repair-unapplied") == 8 + 4 * 5
     assert max_calls("direct", 6) == 6
     assert max_calls("full_pool", 6) == max_calls("full_pool", 10) == 1
     assert max_calls("ssr", 6, votes=3, verifier_temperature=0.7) == 6 * (1 + 1 + 9 + 1) == 72

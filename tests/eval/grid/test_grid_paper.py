@@ -115,7 +115,7 @@ def test_a_paper_grid_with_fewer_questions_than_n_stops_before_any_cell(workdir,
         grid_command.main(["grid.toml", "--dry-run"])
     assert short in str(exc.value.code)
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]
-    assert [r[-6:-3] for r in rows] == [["3", "of", "5"]] * 3  # n: what runs, of what the grid asks
+    assert [r[-9:-6] for r in rows] == [["3", "of", "5"]] * 3  # n: what runs, of what the grid asks
 
 
 def test_allow_fewer_runs_all_the_file_holds_and_says_so(workdir, monkeypatch, capsys, compared_off):
