@@ -264,18 +264,22 @@ def differences(a: dict, b: dict) -> list[str]:
     return out
 
 
-def counted(records: dict[str, dict[str, dict]]) -> dict:
-    """What the records counted, per run and in all: questions, lost (error), calls and tokens."""
+def counted(records: dict[str, dict[str, dict]], bound: dict) -> dict:
+    """What the records counted per run, in all (each cell once: its main run, as a Reflexion run's first-trial
+    variant repeats part of its calls), and every cell whose count exceeds the dry run's bound for it."""
+    keys = ("calls", "prompt_tokens", "completion_tokens", "cost_usd")
     per = {}
     for run, by_id in records.items():
         rows = list(by_id.values())
         per[run] = {"questions": len(rows), "errors": sum(r.get("error") is not None for r in rows),
-                    "calls": sum(r.get("calls", 0) for r in rows),
-                    "prompt_tokens": sum(r.get("prompt_tokens", 0) for r in rows),
-                    "completion_tokens": sum(r.get("completion_tokens", 0) for r in rows)}
-    total = {k: sum(p[k] for p in per.values()) for k in ("questions", "errors", "calls", "prompt_tokens",
-                                                          "completion_tokens")}
-    return {"runs": per, "total": total}
+                    **{k: sum(r.get(k) or 0 for r in rows) for k in keys}}
+    cells = {c["title"]: c for c in bound.get("per_cell", [])}
+    mains = [run for run in per if run in cells] or list(per)
+    total = {k: sum(per[run][k] for run in mains) for k in ("questions", "errors", *keys)}
+    over = [f"{run}: {k} {per[run][k]:,} > bound {cells[run][k]:,}" for run in mains if run in cells
+            for k in ("calls", "prompt_tokens", "completion_tokens")
+            if cells[run].get(k) is not None and per[run][k] > cells[run][k]]
+    return {"runs": per, "total": total, "over_bound": over}
 
 
 def identity(killed: Path, clean: Path, grids: list[str], subset: bool) -> dict:
@@ -360,7 +364,7 @@ def rehearse(args: argparse.Namespace, n: int, home: Path, *, kill: bool) -> dic
             result["grids"][name] = {
                 "dry_run": bound, "questions_planned": total_questions,
                 "runs": asdict(runs), "comparison": asdict(comparison), "resumed": asdict(resumed) if resumed else None,
-                "analyses": analyses, "counted": counted(records), "cells": cell_seconds(read),
+                "analyses": analyses, "counted": counted(records, bound), "cells": cell_seconds(read),
                 "endpoint": {"grid": _delta(before, after), "analyses": _delta(after, after_analyses)},
             }
             (home / f"records-{name}.json").write_text(json.dumps(records))
@@ -430,14 +434,16 @@ def report(summary: dict) -> str:
             lines.append(f"| {rehearsal['n']} | {name} | {len(g['analyses'])} analyses | {wall:.0f} | {cpu:.0f} "
                          f"| {peak:.0f} | | {g['endpoint']['analyses']['requests']:,} | |")
     lines += ["", "| n | grid | questions | lost | calls ≤ (dry run) | calls counted | prompt tok ≤ | prompt tok counted "
-              "| completion tok ≤ | completion tok counted | faults served |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| completion tok ≤ | completion tok counted | USD ≤ | USD counted | cells over a bound | faults served |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for rehearsal in summary["rehearsals"]:
         for name, g in rehearsal["grids"].items():
             total, bound, served = g["counted"]["total"], g["dry_run"], g["endpoint"]["grid"]
             lines.append(f"| {rehearsal['n']} | {name} | {total['questions']:,} | {total['errors']} "
                          f"| {bound.get('calls', 0):,} | {total['calls']:,} | {_num(bound.get('prompt_tokens'))} "
                          f"| {total['prompt_tokens']:,} | {_num(bound.get('completion_tokens'))} "
-                         f"| {total['completion_tokens']:,} | {sum(served['faults'].values())} {served['faults']} |")
+                         f"| {total['completion_tokens']:,} | {_usd(bound.get('usd'))} | {_usd(total['cost_usd'])} "
+                         f"| {len(g['counted']['over_bound'])} | {sum(served['faults'].values())} {served['faults']} |")
     lines += ["", "| n | MLflow store MB | results files MB | DSPy cache MB | analysis outputs MB |", "|---|---|---|---|---|"]
     for rehearsal in summary["rehearsals"]:
         s = rehearsal["sizes_mb"]
@@ -477,6 +483,10 @@ def linearity(rehearsals: list[dict]) -> list[str]:
             lines.append(f"| {name} | HotpotQA cells' wall, ms ({len(hot)} runs) | {1000 * x:.1f} | {1000 * y:.1f} "
                          f"| {y / x:.2f} |")
     return lines
+
+
+def _usd(value) -> str:
+    return f"{value:,.2f}" if isinstance(value, (int, float)) else "–"
 
 
 def _num(value) -> str:

@@ -43,6 +43,7 @@ def test_rehearsal_at_ci_size_loses_nothing_and_resumes_to_the_same_records(tmp_
         counted = grid["counted"]["total"]
         assert counted["questions"] == grid["questions_planned"] and counted["errors"] == 0  # nothing lost
         assert grid["dry_run"]["calls"] >= counted["calls"] > 0
+        assert grid["counted"]["over_bound"] == []  # every cell within its own call and token bounds
         for kind in ("prompt_tokens", "completion_tokens"):
             if kind in grid["dry_run"]:
                 assert grid["dry_run"][kind] >= counted[kind] > 0
