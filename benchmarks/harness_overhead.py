@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("EIR_DATA_DIR", ROOT.parent / "shared" / "data" / "raw"))
 DEV = "hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl"  # never the rpt_sample300_seed0 holdout
 METHODS = ("eir", "direct", "full_pool", "ssr")
-LM = "openai/gpt-4.1-mini"
+LMS = ("openai/gpt-4.1-mini", "anthropic/claude-haiku-4-5")  # the paper grid's API models
 
 
 def cpu_s() -> float:
@@ -79,13 +79,28 @@ def agent_reply(prompt: str) -> dict:
 
 
 class Server:
-    """FakeOpenAI on loopback, with HTTP/1.1 keep-alive as an API's pooled connections have."""
+    """FakeOpenAI on loopback, with HTTP/1.1 keep-alive as an API's pooled connections have. A request in
+    Anthropic's Messages form (a top-level `system`) is answered in that form, from the same agent."""
 
     def __init__(self, delay: float) -> None:
         sys.path.insert(0, str(ROOT))
         from tests.fake_openai import FakeOpenAI
 
-        self.fake = FakeOpenAI(agent_reply, delay=delay)
+        class Fake(FakeOpenAI):
+            def _respond(self, body: dict, authorization: str) -> tuple[int, dict]:
+                if "system" not in body:
+                    return super()._respond(body, authorization)
+                system = body["system"] if isinstance(body["system"], str) else \
+                    "".join(p.get("text", "") for p in body["system"])
+                status, out = super()._respond({**body, "messages": [{"role": "system", "content": system},
+                                                                     *body.get("messages", [])]}, authorization)
+                text, usage = out["choices"][0]["message"]["content"], out["usage"]
+                return status, {"id": out["id"], "type": "message", "role": "assistant", "model": out["model"],
+                                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                                "stop_sequence": None, "usage": {"input_tokens": usage["prompt_tokens"],
+                                                                 "output_tokens": usage["completion_tokens"]}}
+
+        self.fake = Fake(agent_reply, delay=delay)
         self.fake.server.RequestHandlerClass.protocol_version = "HTTP/1.1"
 
     def __enter__(self) -> Server:
@@ -132,7 +147,7 @@ def cell(args: argparse.Namespace) -> None:
         send_api_calls_to(args.url)
     route = ["--api-base", args.url] if args.route == "litellm" else []
     m0, w0 = cpu_s(), time.perf_counter()
-    argv = ["--method", args.method, "--lm", LM, *route, "--threads", str(args.threads),
+    argv = ["--method", args.method, "--lm", args.lm, *route, "--threads", str(args.threads),
             "--limit", str(args.n), "--data", str(DATA / DEV), "--experiment", "harness-overhead",
             "--out", args.out, *args.extra]
     with contextlib.redirect_stdout(io.StringIO()):  # the run's table
@@ -149,12 +164,13 @@ def cell(args: argparse.Namespace) -> None:
     }), flush=True)
 
 
-OPENAI = "https://api.openai.com/v1"
+APIS = ("https://api.openai.com/v1", "https://api.anthropic.com/v1")
 
 
 def send_api_calls_to(url: str) -> None:
-    """Send DSPy's native OpenAI requests (its bundled lm15 transport) to `url` instead of OpenAI's
-    address: the measurement's one stand-in, below everything the harness does per call (TLS aside)."""
+    """Send DSPy's native OpenAI and Anthropic requests (its bundled lm15 transport) to `url` instead of
+    the provider's address: the measurement's one stand-in, below everything the harness does per call
+    (TLS aside)."""
     import dataclasses
 
     from dspy._vendor.lm15.transports._sync import StdlibTransport
@@ -162,8 +178,9 @@ def send_api_calls_to(url: str) -> None:
     real = StdlibTransport.stream
 
     def stream(self, request):
-        if request.url.startswith(OPENAI):
-            request = dataclasses.replace(request, url=url + request.url[len(OPENAI):])
+        api = next((a for a in APIS if request.url.startswith(a)), None)
+        if api:
+            request = dataclasses.replace(request, url=url + request.url[len(api):])
         return real(self, request)
 
     StdlibTransport.stream = stream
@@ -217,19 +234,22 @@ class Profile:
 # The driver
 
 def run_cell(server: Server, work: Path, root: Path, method: str, n: int, threads: int, rep: int, route: str,
-             extra: list[str], profile: str | None = None, spy: str | None = None) -> dict:
+             lm: str, extra: list[str], profile: str | None = None, spy: str | None = None,
+             requests: str | None = None) -> dict:
     """One cell in a child process running `root`'s code (its eval.run, its harness)."""
     cache = Path(tempfile.mkdtemp(prefix="dspy-cache-", dir=work))  # every call a miss
     env = {**os.environ, "DSPY_CACHEDIR": str(cache), "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "sk-sim"),
+           "ANTHROPIC_API_KEY": os.environ.get("ANTHROPIC_API_KEY", "sk-sim"),
            "MLFLOW_TRACKING_URI": f"sqlite:///{work / 'mlflow.db'}",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     before = server.calls
     cmd = [sys.executable, __file__, "--cell", "--url", server.fake.url, "--method", method, "--n", str(n),
-           "--threads", str(threads), "--out", str(work / "runs"), "--rep", str(rep), "--route", route]
+           "--threads", str(threads), "--out", str(work / "runs"), "--rep", str(rep), "--route", route,
+           "--lm", lm]
     if profile:
         cmd += ["--profile", profile]
     if spy:  # py-spy (pip install py-spy) samples the thread holding the GIL
-        out = Path(spy) / f"{root.name}-{route}-{method}-n{n}-r{rep}.txt"
+        out = Path(spy) / f"{root.name}-{lm.split('/')[0]}-{route}-{method}-n{n}-r{rep}.txt"
         out.parent.mkdir(parents=True, exist_ok=True)
         cmd = ["py-spy", "record", "--gil", "--rate", "250", "--format", "raw", "--output", str(out), "--", *cmd]
     cmd += ["--", *extra]
@@ -238,6 +258,11 @@ def run_cell(server: Server, work: Path, root: Path, method: str, n: int, thread
         sys.exit(f"cell {method} n={n} failed:\n{done.stderr[-4000:]}")
     row = json.loads([line for line in done.stdout.splitlines() if line.startswith("{")][-1])
     row["calls"] = server.calls - before
+    if requests:  # what this cell's run sent, to compare two checkouts' requests (order aside: threads)
+        sent = sorted(json.dumps(body, sort_keys=True) for body in server.fake.requests[before:])
+        out = Path(requests) / f"{lm.split('/')[0]}-{route}-{method}-n{n}-r{rep}-{root.name}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(sent, indent=0))
     row.update(threads=threads, root=str(root), route=route)
     row["loop_ms_per_call"] = 1000 * row["loop_cpu"] / max(1, row["calls"])
     row["setup_cpu"] = row["process_cpu"] - row["import_cpu"] - row["loop_cpu"]
@@ -251,6 +276,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=16)
     p.add_argument("--delay", type=float, default=0.02, help="the fake model's seconds per answer")
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--lm", default=LMS[0], help=f"the API model named (the fake server answers): {' or '.join(LMS)}")
     p.add_argument("--route", default="litellm", choices=("litellm", "native"),
                    help="litellm: --api-base URL, as eval.run sends an OpenAI-compatible server's requests (LiteLLM, "
                         "since the body carries extra_body); native: no --api-base, as a run against OpenAI itself "
@@ -260,6 +286,8 @@ def main() -> None:
     p.add_argument("--py-spy", default=None, metavar="DIR", help="sample each cell with py-spy (collapsed stacks) into DIR")
     p.add_argument("--roots", nargs="+", default=[str(ROOT)], metavar="DIR",
                    help="checkouts to measure, cell by cell back to back (e.g. an export of the base commit, then this one)")
+    p.add_argument("--requests", default=None, metavar="DIR",
+                   help="write each cell's request bodies (sorted) to DIR, to compare the checkouts' requests")
     p.add_argument("--json", default=None, help="append every cell's row here")
     # a cell (the child process)
     p.add_argument("--cell", action="store_true", help=argparse.SUPPRESS)
@@ -277,8 +305,9 @@ def main() -> None:
     roots = [Path(r).resolve() for r in args.roots]
     rows = []
     with Server(args.delay) as server:
-        run_cell(server, work, roots[0], "direct", 2, args.threads, 0, args.route, args.extra)  # the store exists
-        print(f"route {args.route}, {args.threads} threads, fake model delay {args.delay} s; CPU seconds of the "
+        run_cell(server, work, roots[0], "direct", 2, args.threads, 0, args.route, args.lm, args.extra)  # the store exists
+        print(f"{args.lm} {' '.join(args.extra)}, route {args.route}, {args.threads} threads, fake model delay "
+              f"{args.delay} s; CPU seconds of the "
               "child process (import / set-up / question loop / total)")
         print(f"{'root':12} {'method':10} {'N':>4} {'rep':>3} {'calls':>6} {'wall s':>7} {'import':>7} {'setup':>6} "
               f"{'loop':>7} {'total':>7}  {'loop ms/call':>12}")
@@ -286,8 +315,8 @@ def main() -> None:
             for n in args.n:
                 for rep in range(args.repeat):
                     for root in roots:  # back to back, on the same load
-                        row = run_cell(server, work, root, method, n, args.threads, rep, args.route, args.extra,
-                                       args.profile, args.py_spy)
+                        row = run_cell(server, work, root, method, n, args.threads, rep, args.route, args.lm,
+                                       args.extra, args.profile, args.py_spy, args.requests)
                         rows.append(row)
                         print(f"{root.name[:12]:12} {method:10} {row['n']:>4} {rep:>3} {row['calls']:>6} "
                               f"{row['main_wall']:>7.1f} {row['import_cpu']:>7.2f} {row['setup_cpu']:>6.2f} "
