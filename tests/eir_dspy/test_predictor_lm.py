@@ -186,3 +186,21 @@ def test_bootstrap_few_shot_makes_demos_of_the_parsed_steps_only():
     assert len(demos["turn"]) == 1 and len(demos["answer.predict"]) == 1
     assert all(set(d.keys()) >= {"requirement_updates", "conclusion_updates", "action"} for d in demos["turn"])
     assert ledger.by_role() == {"action": 3, "final": 1}
+
+
+def test_the_predictors_found_for_a_call_are_dspys_and_the_call_history_is_not_searched():
+    """serving_lms finds the Predicts DSPy's `named_sub_modules` finds, in its order, without walking
+    the modules' call history (DSPy appends every call to each calling module's `history`)."""
+    from eir_dspy.accounting.calls import _predictors
+
+    program = eir_with_own_turn_lm([turn("read", "Alpha"), turn("submit")])
+    configured = scripted_lm([final("Tulsa", [("Alpha", 0)])], model="local/configured")
+    with dspy.context(lm=configured, adapter=dspy.JSONAdapter()), recording(Ledger()):
+        program(question=Q.question, paragraphs=POOL)
+    assert program.history and program.turn.history  # the calls went into the modules' histories
+    for module in (program, program.turn, program.answer):
+        assert _predictors(module) == [p for _, p in module.named_sub_modules(type_=dspy.Predict)]
+    stray = dspy.Predict("question -> answer")
+    program.history.append({"inside": [stray]})  # what DSPy's search would find there, this one skips
+    assert stray in [p for _, p in program.named_sub_modules(type_=dspy.Predict)]
+    assert stray not in _predictors(program)

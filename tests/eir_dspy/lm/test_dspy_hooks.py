@@ -217,3 +217,26 @@ def test_the_async_path_decides_the_same_way(no_private_hook):
 
     asyncio.run(call())
     assert engine.formats == [None] and len(engine.prompts) == 1
+
+
+def test_the_system_message_and_schema_are_made_once_per_signature_and_are_jsonadapters(no_private_hook):
+    """DecodingAdapter keeps what JSONAdapter derives from a signature alone (its system message, its
+    response model) instead of making it on every call; what is sent is the same on every call."""
+    sig = dspy.Predict("question, evidence -> answer, citations: list[str]").signature
+    adapter = DecodingAdapter("schema")
+    assert adapter.format_system_message(sig) == dspy.JSONAdapter().format_system_message(sig)
+    assert adapter.format_system_message(sig) is adapter.format_system_message(sig)
+    assert adapter.format_system_message(sig.with_instructions("Other.")) != adapter.format_system_message(sig)
+    first, second = {}, {}
+    adapter.choose_response_format(first, sig)
+    adapter.choose_response_format(second, sig)
+    assert first["response_format"] is second["response_format"]  # one model for the signature
+    schema = first["response_format"].model_json_schema()
+    assert schema == _get_structured_outputs_response_format(sig).model_json_schema()
+    schema.pop("properties")  # LiteLLM edits the schema it is handed: each use gets its own copy
+    assert "properties" in second["response_format"].model_json_schema()
+    lm = scripted_lm(lambda _: {"answer": "x", "citations": []})
+    with dspy.context(lm=lm, adapter=adapter):
+        for _ in range(2):
+            dspy.Predict(sig)(question="q", evidence="e")
+    assert lm.engine.prompts[0] == lm.engine.prompts[1] and lm.engine.formats[0] == lm.engine.formats[1]
