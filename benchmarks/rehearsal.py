@@ -368,6 +368,7 @@ def rehearse(args: argparse.Namespace, n: int, home: Path, *, kill: bool) -> dic
                 "endpoint": {"grid": _delta(before, after), "analyses": _delta(after, after_analyses)},
             }
             (home / f"records-{name}.json").write_text(json.dumps(records))
+            (home / f"grid-{name}.json").write_text(json.dumps(result["grids"][name], indent=1))  # kept if a later step dies
         result["sizes_mb"] = {"mlflow_store": size_mb(home, exclude=("runs", "dspy-cache", "data", "analyses"))
                               - size_mb(log) - size_mb(home / "endpoint.log"),
                               "results_files": size_mb(home / "runs"), "dspy_cache": size_mb(home / "dspy-cache"),
