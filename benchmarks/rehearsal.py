@@ -344,7 +344,8 @@ def rehearse(args: argparse.Namespace, n: int, home: Path, *, kill: bool) -> dic
             total_questions = _grid_questions(grid, n)
             kill_when = None
             if kill and name == args.grids[0]:
-                kill_when = _kill_after(home, args.kill_at, _grid_questions(grid, n), min(args.n), args.threads)
+                kill_when = _kill_after(home, args.kill_at, _grid_questions(grid, n), args.kill_within or min(args.n),
+                                        args.threads)
             first = run(f"{name}: eval.grid", command, env=env, cwd=home, log=log, marks=marks, kill_when=kill_when)
             processes = [first]
             resumed = None
@@ -507,6 +508,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--hang", type=float, default=20.0, help="seconds a hung request holds on (> --request-timeout)")
     p.add_argument("--request-timeout", type=float, default=10.0)
     p.add_argument("--kill-at", type=float, default=0.4, help="share of the first grid's questions after which it is killed")
+    p.add_argument("--kill-within", type=int, default=None, metavar="N",
+                   help="kill while the running cell is within its first N questions (default: the smallest --n), "
+                        "so an uninterrupted rehearsal at n = N holds every interrupted question")
     p.add_argument("--no-kill", action="store_true")
     p.add_argument("--identity", action="store_true",
                    help="also run the largest n uninterrupted and compare every record (the smaller n is always compared)")
