@@ -76,14 +76,15 @@ def build_data(data_dir: Path, out: Path, n: int) -> dict[str, Path]:
 
 
 def grid_copy(template: Path, out: Path, *, experiment: str, n: int, url: str, threads: int, timeout: float,
-              data: dict[str, Path]) -> Path:
-    """The grid file as a researcher would point it at an endpoint: its LMs' api_base, more threads."""
+              data: dict[str, Path], route: str = "api-base") -> Path:
+    """The grid file as a researcher would point it at an endpoint: its LMs' api_base (route `api-base`;
+    the `native` route keeps the LMs as they are and redirects their requests, `_env`), more threads."""
     text = template.read_text()
     grid = tomllib.loads(text)
     text = re.sub(r'(?m)^experiment = ".*"$', f'experiment = "{experiment}"', text)
     text = re.sub(r"(?m)^n = \d+$", f"n = {n}", text)
     text = re.sub(r"(?m)^threads = \d+$", f"threads = {threads}\nrequest_timeout = {timeout}", text)
-    for entry in grid["lms"]:
+    for entry in grid["lms"] if route == "api-base" else ():
         base = f"{url}/v1" if entry["lm"].startswith("openai/") else url
         text = text.replace(f'lm = "{entry["lm"]}",', f'lm = "{entry["lm"]}", api_base = "{base}",')
     data_line = "data = { " + ", ".join(f'{d} = "{p}"' for d, p in data.items()) + " }\n"
@@ -195,13 +196,20 @@ class Endpoint:
         self.log.close()
 
 
-def _env(home: Path | None) -> dict:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+def _env(home: Path | None, native_url: str | None = None) -> dict:
+    """The rehearsal's processes' environment; `native_url`: DSPy's native requests go there
+    (benchmarks/native_route/sitecustomize.py), as a run without --api-base sends them to the provider."""
+    route = f"{ROOT / 'benchmarks' / 'native_route'}{os.pathsep}" if native_url else ""
+    env = {**os.environ, "PYTHONPATH": f"{route}{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "OPENAI_API_KEY": "sk-simulated", "ANTHROPIC_API_KEY": "sk-simulated",  # never a real key to the endpoint
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONUNBUFFERED": "1"}
     if home is not None:
         env["MLFLOW_TRACKING_URI"] = f"sqlite:///{home / 'mlflow.db'}"
         env["DSPY_CACHEDIR"] = str(home / "dspy-cache")  # a fresh response cache per rehearsal
+    if native_url:
+        env["EIR_REHEARSAL_ENDPOINT"] = native_url  # DSPy's own clients
+        env["ANTHROPIC_BASE_URL"] = native_url  # a model DSPy hands to LiteLLM (its providers read these)
+        env["OPENAI_BASE_URL"] = f"{native_url}/v1"
     return env
 
 
@@ -273,13 +281,20 @@ def counted(records: dict[str, dict[str, dict]], bound: dict) -> dict:
         rows = list(by_id.values())
         per[run] = {"questions": len(rows), "errors": sum(r.get("error") is not None for r in rows),
                     **{k: sum(r.get(k) or 0 for r in rows) for k in keys}}
-    cells = {c["title"]: c for c in bound.get("per_cell", [])}
+    cells = {_cell_name(c["title"]): c for c in bound.get("per_cell", [])}
+    per = {_cell_name(run): v for run, v in per.items()}
     mains = [run for run in per if run in cells] or list(per)
     total = {k: sum(per[run][k] for run in mains) for k in ("questions", "errors", *keys)}
     over = [f"{run}: {k} {per[run][k]:,} > bound {cells[run][k]:,}" for run in mains if run in cells
             for k in ("calls", "prompt_tokens", "completion_tokens")
             if cells[run].get(k) is not None and per[run][k] > cells[run][k]]
     return {"runs": per, "total": total, "over_bound": over}
+
+
+def _cell_name(title: str) -> str:
+    """A cell's title as its run is named: a variant naming its H (`eir H=4`) leaves the ` / H=4` off."""
+    variant, _, rest = title.partition(" / ")
+    return re.sub(r" / H=\d+$", "", title) if re.search(r"\bH=\d+", variant) else title
 
 
 def identity(killed: Path, clean: Path, grids: list[str], subset: bool) -> dict:
@@ -330,13 +345,13 @@ def rehearse(args: argparse.Namespace, n: int, home: Path, *, kill: bool) -> dic
     # n = 1000 are the questions of the same cell at n = 100 (their records can be compared).
     data = build_data(Path(args.data_dir), home / "data", max(args.n))
     endpoint = Endpoint(data, args, home / "endpoint.log")
-    env = _env(home)
-    result: dict = {"n": n, "home": str(home), "grids": {}}
+    env = _env(home, endpoint.url if args.route == "native" else None)
+    result: dict = {"n": n, "home": str(home), "route": args.route, "grids": {}}
     try:
         for name in args.grids:
             experiment = f"rehearsal-{name}"
             grid = grid_copy(GRIDS[name], home, experiment=experiment, n=n, url=endpoint.url, threads=args.threads,
-                             timeout=args.request_timeout, data=data)
+                             timeout=args.request_timeout, data=data, route=args.route)
             bound = dry_run(grid, env, home)
             command = [sys.executable, "-m", "eval.grid", str(grid), "--allow-fewer"]
             marks = {"compare": "python -m eval.compare"}
@@ -503,6 +518,10 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--grids", nargs="+", choices=tuple(GRIDS), default=list(GRIDS))
     p.add_argument("--analyses", nargs="*", default=list(ANALYSES))
     p.add_argument("--threads", type=int, default=16)
+    p.add_argument("--route", choices=("api-base", "native"), default="api-base",
+                   help="api-base: the grid's LMs get the endpoint as api_base (LiteLLM's providers, as for any "
+                        "OpenAI-compatible server); native: the LMs as the paper grid names them, DSPy's own "
+                        "clients, their requests redirected to the endpoint (as a run against the APIs takes)")
     p.add_argument("--latency", type=float, default=0.05, help="the endpoint's seconds per call")
     p.add_argument("--faults", type=float, default=0.01, help="share of requests that fault")
     p.add_argument("--hang", type=float, default=20.0, help="seconds a hung request holds on (> --request-timeout)")
