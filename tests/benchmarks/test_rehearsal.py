@@ -29,6 +29,24 @@ def test_grid_copy_points_both_lms_at_the_endpoint(tmp_path):
     assert [e["api_base"] for e in grid["lms"]] == ["http://127.0.0.1:9/v1", "http://127.0.0.1:9"]
     assert grid["data"] == {k: str(v) for k, v in data.items()}
     assert rehearsal._grid_questions(path, 7) == 5 * 2 * (7 + 7 + 7)
+    native = rehearsal.grid_copy(rehearsal.GRIDS["main"], tmp_path, experiment="x", n=7, url="http://127.0.0.1:9",
+                                 threads=16, timeout=5.0, data=data, route="native")
+    assert all("api_base" not in e for e in tomllib.loads(native.read_text())["lms"])  # the LMs as the paper names them
+    env = rehearsal._env(tmp_path, "http://127.0.0.1:9")
+    assert env["EIR_REHEARSAL_ENDPOINT"] == "http://127.0.0.1:9" and "native_route" in env["PYTHONPATH"]
+    assert env["OPENAI_API_KEY"] == "sk-simulated"  # never a real key to the endpoint
+
+
+def test_cells_are_matched_to_runs_named_without_their_h():
+    bound = {"per_cell": [{"title": "eir H=4 / hotpotqa / m / H=4", "calls": 10, "prompt_tokens": 5,
+                           "completion_tokens": 5},
+                          {"title": "eir / hotpotqa / m / H=6", "calls": 1, "prompt_tokens": 99, "completion_tokens": 99}]}
+    records = {"eir H=4 / hotpotqa / m": {"q": {"calls": 3, "prompt_tokens": 9, "completion_tokens": 1}},
+               "eir / hotpotqa / m / H=6": {"q": {"calls": 2, "prompt_tokens": 1, "completion_tokens": 1}}}
+    counted = rehearsal.counted(records, bound)
+    assert counted["total"]["questions"] == 2 and counted["total"]["calls"] == 5
+    assert counted["over_bound"] == ["eir H=4 / hotpotqa / m: prompt_tokens 9 > bound 5",
+                                     "eir / hotpotqa / m / H=6: calls 2 > bound 1"]
 
 
 @pytest.mark.slow
