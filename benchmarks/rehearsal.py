@@ -1,19 +1,21 @@
 """The paper's grids at the paper's scale, rehearsed on a simulated API model: what a researcher will
 pay in time, memory, disk and tokens, and proof that nothing is lost on the way.
 
-    python benchmarks/rehearsal.py --out /tmp/rehearsal            # the full rehearsal (one command)
-    python benchmarks/rehearsal.py --out /tmp/r --n 3 --grids main  # CI-sized
+    python benchmarks/rehearsal.py --out /tmp/rehearsal            # both grids at n = 100 and 1,000
+    python benchmarks/rehearsal.py --out /tmp/r --n 3 6 --grids main  # CI-sized (tests/benchmarks/test_rehearsal.py)
 
-For each n (questions per cell; default 100 and 1000) it builds the data (HotpotQA: the 800
-non-holdout dev questions with contexts, padded to n with marked copies; 2Wiki and MuSiQue: all they
-have, as `--allow-fewer` runs them), writes copies of grids/paper-main.toml and
-grids/paper-ablations.toml whose two LMs (openai/gpt-4.1-mini, anthropic/claude-haiku-4-5) point at
-benchmarks/simulated_endpoint.py, and runs them as a user would: `eval.grid --dry-run`, then
-`eval.grid` with --threads (its comparison included), then every analysis of eval.analyze. At the
-largest n the main grid is killed (SIGKILL) once part-way and resumed; with --identity the same n is
-also run uninterrupted and every record compared. Per stage it prints wall and CPU time, peak
-memory and sizes; per grid the dry run's call and token bounds against what the records counted.
-Writes summary.json in --out. A benchmark: it prints numbers and asserts nothing about time.
+For each n (questions per cell) it builds the data (HotpotQA: the 800 non-holdout dev questions with
+contexts, padded with marked copies; 2Wiki and MuSiQue: all they have, as `--allow-fewer` runs them),
+writes copies of grids/paper-main.toml and grids/paper-ablations.toml whose two LMs reach
+benchmarks/simulated_endpoint.py (`--route`: through their api_base, or DSPy's own clients
+redirected), and runs them as a user would: `eval.grid --dry-run`, `eval.grid` with --threads (its
+comparison included), then every analysis of eval.analyze. At the largest n the first grid is killed
+(SIGKILL) once part-way and resumed by running it again; its records are compared with the smaller
+n's uninterrupted ones (every cell's first questions, the interrupted ones among them: `--kill-within`),
+and with --identity with a rerun of the largest n. Per stage it prints wall and CPU time, peak memory
+and sizes; per grid and cell the dry run's call, token and dollar bounds against what the records
+counted. Writes report.md, summary.json and each grid's result as soon as it is measured. A benchmark:
+it prints numbers and asserts nothing about time (docs/experiments.md, "Rehearsing a grid").
 """
 
 from __future__ import annotations
