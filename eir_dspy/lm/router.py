@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dspy.clients.engines.litellm_errors import litellm_errors
 
-from eir_dspy.lm.spec import takes_seed
+from eir_dspy.lm.provider_params import takes_seed
 from eir_dspy.lm.typed_engine import TypedLiteLLMEngine
 
 GROUP = "eir-endpoints"  # the Router's name for the one model all endpoints serve
@@ -34,7 +34,7 @@ class RouterEngine(TypedLiteLLMEngine):
                       # llama.cpp's server reads max_tokens, not LiteLLM's max_completion_tokens (eir_dspy/lm/spec.py)
                       "extra_body": {"max_tokens": max_tokens}}
         if not takes_seed(model):
-            deployment["additional_drop_params"] = ["seed"]  # eir_dspy/lm/spec.py takes_seed
+            deployment["additional_drop_params"] = ["seed"]  # eir_dspy/lm/provider_params.py
         self.router = Router(
             model_list=[{"model_name": GROUP, "litellm_params": {**deployment, "api_base": url},
                          "model_info": {"id": f"endpoint-{i}"}} for i, url in enumerate(self.api_bases)],

@@ -9,6 +9,7 @@ import dspy
 
 from eir_dspy.accounting import keep_replayed_usage, register_price
 from eir_dspy.lm.local_models import DEFAULT_MODEL, MODELS, model_path
+from eir_dspy.lm.provider_params import takes_seed
 from eir_dspy.lm.server_program import EngineBuild
 
 # Seconds an API request may take before the client abandons it (and retries it like any other
@@ -79,19 +80,6 @@ def build_lm(spec: LMSpec) -> dspy.LM:
         kwargs.update(api_base=spec.api_bases[0], extra_body={"max_tokens": spec.max_tokens})
     return dspy.LM(spec.model, temperature=spec.temperature, max_tokens=spec.max_tokens,
                    num_retries=spec.num_retries, timeout=spec.request_timeout, **kwargs)
-
-
-def takes_seed(model: str) -> bool:
-    """Whether the provider takes a sampling seed (LiteLLM's table of supported parameters). SSR's
-    votes send one (programs/ssr.py); a provider without it (Anthropic) would refuse the whole call,
-    so there the seed is dropped and the votes are unseeded samples (docs/lm.md, "Sampling seeds")."""
-    import litellm
-
-    provider, _, name = model.partition("/")
-    try:
-        return "seed" in (litellm.get_supported_openai_params(model=name or provider, custom_llm_provider=provider) or ())
-    except Exception:  # a provider LiteLLM does not know: send it and let it answer
-        return True
 
 
 def _embedded_lm(spec: LMSpec) -> dspy.LM:

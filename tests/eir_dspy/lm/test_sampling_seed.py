@@ -2,7 +2,8 @@
 call, so the LM drops it there and only there (found by benchmarks/rehearsal.py: every SSR cell of
 the paper grid's Claude column failed with UnsupportedParamsError)."""
 
-from eir_dspy.lm.spec import LMSpec, build_lm, takes_seed
+from eir_dspy.lm.provider_params import takes_seed
+from eir_dspy.lm.spec import LMSpec, build_lm
 
 
 def test_the_seed_is_dropped_only_for_providers_without_one():
