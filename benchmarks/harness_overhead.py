@@ -54,7 +54,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("EIR_DATA_DIR", ROOT.parent / "shared" / "data" / "raw"))
-DEV = "hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl"  # never the rpt_sample300_seed0 holdout
+DEV = "hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl"  # the dev sample, never the acceptance holdout
 METHODS = ("eir", "direct", "full_pool", "ssr")
 LMS = ("openai/gpt-4.1-mini", "anthropic/claude-haiku-4-5")  # the paper grid's API models
 

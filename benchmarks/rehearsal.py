@@ -361,7 +361,7 @@ def rehearse(args: argparse.Namespace, n: int, home: Path, *, kill: bool) -> dic
             total_questions = _grid_questions(grid, n)
             kill_when = None
             if kill and name == args.grids[0]:
-                kill_when = _kill_after(home, args.kill_at, _grid_questions(grid, n), args.kill_within or min(args.n),
+                kill_when = _kill_after(home, args.kill_at, total_questions, args.kill_within or min(args.n),
                                         args.threads)
             first = run(f"{name}: eval.grid", command, env=env, cwd=home, log=log, marks=marks, kill_when=kill_when)
             processes = [first]

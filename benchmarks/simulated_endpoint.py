@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from benchmarks.simulated_agent import Gold, Policy, SimulatedAgent, key  # noqa: E402
-from eir_dspy.accounting.tokens import chat_prompt_tokens, count_tokens  # noqa: E402
+from eir_dspy.accounting.tokens import chat_prompt_tokens, content_text, count_tokens  # noqa: E402
 
 FAULTS = ("429", "500", "hang", "malformed")
 
@@ -161,16 +161,10 @@ class SimulatedEndpoint:
 
 def _messages(body: dict, anthropic: bool) -> list[dict]:
     """The request's messages as {"role", "content": text}, the system prompt first."""
-    messages = [{"role": m.get("role", "user"), "content": _text(m.get("content"))} for m in body.get("messages", [])]
+    messages = [{"role": m.get("role", "user"), "content": content_text(m.get("content"))} for m in body.get("messages", [])]
     if anthropic and body.get("system"):
-        messages.insert(0, {"role": "system", "content": _text(body["system"])})
+        messages.insert(0, {"role": "system", "content": content_text(body["system"])})
     return messages
-
-
-def _text(content) -> str:
-    if isinstance(content, list):  # content parts / blocks
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
 
 
 def load_gold(specs: list[str]) -> Gold:
