@@ -17,7 +17,7 @@ from eir_dspy.state import DISCARD, INVALID_UPDATE_RULES, AgentLists, paper_inva
 from programs import names
 from programs.eir_policy import ABLATIONS, HIDDEN_LISTS, INVALID_UPDATES_TEXT, EIRPolicy
 from programs.eir_repair import MAX_REPAIRS_PER_TURN, RepairingPolicy
-from programs.options import Options, OptionsError
+from programs.options import BARE, UNLESS_DEFAULT, Options, option
 from programs.result import MethodResult
 from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
 from programs.token_bound import PoolTokens, Prompts, TokenBound, echo, text_tokens, turn_texts
@@ -49,17 +49,16 @@ class AnswerFromEvidence(dspy.Module):
 
 @dataclass(frozen=True)
 class EIROptions(Options):
-    ablation: str = "none"  # ABLATIONS: the list-feedback control (E.2), dependency repair (E.3)
-    # What invalid list updates do to a turn, `discard` or `reject` (programs/eir_policy.py); None:
-    # the paper's rule for the setting (`resolved`).
-    invalid_updates: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.ablation not in ABLATIONS:
-            raise OptionsError(f"unknown EIR ablation {self.ablation!r}; choose one of {', '.join(ABLATIONS)}")
-        if self.invalid_updates not in (None, *INVALID_UPDATE_RULES):
-            raise OptionsError(f"invalid_updates must be one of {', '.join(INVALID_UPDATE_RULES)}; "
-                               f"got {self.invalid_updates!r}")
+    ablation: str = option(
+        "none", choices=ABLATIONS, variant=BARE,
+        help="no-list-feedback (the lists are kept but never shown again, E.2); repair / repair-unapplied "
+             "(dependency repair with its changes applied / discarded, E.3). docs/methods.md: Ablations")
+    # None: the paper's rule for the setting (`resolved`).
+    invalid_updates: str | None = option(
+        None, choices=INVALID_UPDATE_RULES, variant=UNLESS_DEFAULT, shapes_program=False,
+        help="what invalid list updates do to their turn: discard (lists unchanged, the action runs; the paper's "
+             "pool rule, 3.2/B.1) or reject (the turn, action included; the corpus rule, H.1). Default: the paper's "
+             "rule for --setting. docs/methods.md: Fidelity")
 
     def resolved(self, setting: str) -> EIROptions:
         return replace(self, invalid_updates=self.invalid_updates or paper_invalid_updates(setting))

@@ -24,7 +24,7 @@ from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Episode, run_episode
 from eir_dspy.paragraphs import Paragraph
 from programs import names
-from programs.options import Options, positive_int
+from programs.options import POSITIVE_INT, Options, option
 from programs.react import DirectPolicy, episode_result, episode_trajectory
 from programs.result import MethodResult
 from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
@@ -39,10 +39,7 @@ DEFAULT_TRIALS = 5  # most trials per question
 
 @dataclass(frozen=True)
 class ReflexionOptions(Options):
-    trials: int = DEFAULT_TRIALS
-
-    def __post_init__(self) -> None:
-        positive_int("trials", self.trials)
+    trials: int = option(DEFAULT_TRIALS, kind=POSITIVE_INT, help=f"most trials per question (default {DEFAULT_TRIALS})")
 
 
 def max_calls(budget: int, setting: str, options: ReflexionOptions) -> int:

@@ -15,21 +15,21 @@ Adding a method is one program file plus one entry below:
   setting, options)`, its call bound read off its code; and `max_tokens(budget, setting, options, pool,
   cap, prompts)`, its token bound read off its code (programs/token_bound.py);
 - the entry, added to METHODS.
-eval.run's --method, eval.compile and the grid (with its --dry-run bounds) follow from the entry. An
-option no method had before also needs its eval.run flag (eval/run.py) and grid key (eval/grid/spec.py).
+eval.run's --method and option flags, eval.compile, the grid (its keys and --dry-run bounds), the
+health checks and the MLflow runs of each label follow from the entry and the options dataclass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import Field, dataclass
 
 import dspy
 
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.paragraphs import Paragraph
 from programs import direct, eir, full_pool, names, reflexion, ssr
-from programs.options import Options
+from programs.options import Options, positive_int
 from programs.result import MethodResult
 from programs.setting import CORPUS, POOL, SETTINGS
 from programs.token_bound import BOUNDED_SETTINGS, PoolTokens, Prompts, TokenBound
@@ -51,6 +51,12 @@ class Method:
     needs_oracle: bool = False  # `run` passes the oracle (a yes/no on an answer) to the program
     label: str | None = None  # what its main result is logged under; None: its name
     variants: tuple[str, ...] = ()  # the labels of the further results one run reports (MethodResult.variants)
+    # What the harness's health checks (eval/scoring/health.py) look for in its runs:
+    reads: bool = True  # it reads paragraphs turn by turn (Full Pool is given them all): reads, title fallbacks
+    # Its answer is the one its episode submits (4.2, H.2), so an episode without a submit is a failure;
+    # EIR and Full Pool answer in a final call that always runs.
+    submits: bool = False
+    keeps_lists: bool = False  # it keeps EIR's lists: list updates discarded as invalid
 
     @property
     def acceptance(self) -> str:
@@ -112,8 +118,7 @@ class Method:
         questions usually cost less: an episode stops at the first accepted submit, SSR refines only
         some turns, Reflexion stops at the first trial its oracle accepts. `eval.grid --dry-run`
         multiplies this bound by the questions of a cell."""
-        if budget < 1:
-            raise ValueError(f"budget must be a positive integer, got {budget}")
+        positive_int("budget", budget)
         if setting not in SETTINGS:
             raise ValueError(f"unknown setting {setting!r}; choose one of {', '.join(SETTINGS)}")
         if setting not in self.settings:
@@ -134,8 +139,7 @@ class Method:
     def token_bound(self, budget: int, cap: int, setting: str = POOL, prompts: Prompts | None = None,
                     **options) -> Callable[[PoolTokens], TokenBound | None]:
         """`max_tokens` with everything but the question fixed (checked once): a function of its PoolTokens."""
-        if cap < 1:
-            raise ValueError(f"cap must be a positive number of tokens, got {cap}")
+        positive_int("cap", cap)
         self.max_calls(budget, setting, **options)  # checks the budget, the setting and the options
         if setting not in BOUNDED_SETTINGS:
             return lambda pool: None
@@ -145,18 +149,39 @@ class Method:
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method(names.EIR, eir.EIR, eir.EIROptions, eir.max_calls, eir.max_tokens),
-    Method(names.DIRECT, direct.Direct, Options, direct.max_calls, direct.max_tokens),
+    Method(names.EIR, eir.EIR, eir.EIROptions, eir.max_calls, eir.max_tokens, keeps_lists=True),
+    Method(names.DIRECT, direct.Direct, Options, direct.max_calls, direct.max_tokens, submits=True),
     # Full Pool has no pool to give in the corpus setting; it reads nothing turn by turn.
     Method(names.FULL_POOL, full_pool.FullPool, Options, full_pool.max_calls, full_pool.max_tokens,
-           settings=("pool",), budgeted=False),
-    Method(names.SSR, ssr.SSR, ssr.SSROptions, ssr.max_calls, ssr.max_tokens),
+           settings=("pool",), budgeted=False, reads=False),
+    Method(names.SSR, ssr.SSR, ssr.SSROptions, ssr.max_calls, ssr.max_tokens, submits=True),
     # One run, two results: the trial the oracle stopped at, and trial 1 alone.
     Method(names.REFLEXION, reflexion.Reflexion, reflexion.ReflexionOptions, reflexion.max_calls, reflexion.max_tokens,
-           needs_oracle=True,
+           needs_oracle=True, submits=True,
            label=names.REFLEXION_ORACLE, variants=(names.REFLEXION_FIRST,)),
 )}
 CORPUS_METHODS = tuple(name for name, m in METHODS.items() if CORPUS in m.settings)
+
+
+@dataclass(frozen=True)
+class MethodOption:
+    """An option some methods take, as their Options dataclasses declare it (programs/options.py)."""
+    field: Field  # the first declaring method's field: its default, kind or choices, help
+    methods: tuple[str, ...]  # the methods that take it
+
+    @property
+    def name(self) -> str:
+        return self.field.name
+
+
+def method_options() -> dict[str, MethodOption]:
+    """Every option some method takes, by name, in registry then declaration order; read from METHODS
+    each time (eval.run's flags and the grid's keys are made from it)."""
+    found: dict[str, list] = {}
+    for entry in METHODS.values():
+        for f in entry.options.declared():
+            found.setdefault(f.name, [f, []])[1].append(entry.name)
+    return {name: MethodOption(f, tuple(methods)) for name, (f, methods) in found.items()}
 
 
 def method_named(name: str) -> Method:

@@ -12,6 +12,7 @@ from eir_dspy.paragraphs import Paragraph
 
 POOL, CORPUS = "pool", "corpus"
 SETTINGS = (POOL, CORPUS)  # pool: each question's paragraphs; corpus: search an index
+DEFAULT_BUDGET = 6  # the paper's read budget H (4.1): every method's default, and unnamed in a run's variant
 FIXED_TURNS = {CORPUS: TURNS}  # a setting's own turn count per trial; the pool has none (the method's rule)
 
 

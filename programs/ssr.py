@@ -32,7 +32,7 @@ from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_epis
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.turns import to_action
 from programs import names
-from programs.options import Options, OptionsError, positive_int
+from programs.options import NUMBER, POSITIVE_INT, Options, option
 from programs.react import DirectPolicy, action_config, episode_result, episode_trajectory, submit_problem
 from programs.result import MethodResult
 from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
@@ -51,14 +51,11 @@ VERIFIER_TEMPERATURE = {POOL: 0.7, CORPUS: 0.0}
 
 @dataclass(frozen=True)
 class SSROptions(Options):
-    verifier_temperature: float | None = None  # None: VERIFIER_TEMPERATURE of the setting (`resolved`)
-    votes: int = DEFAULT_VOTES
-
-    def __post_init__(self) -> None:
-        t = self.verifier_temperature
-        if t is not None and (not isinstance(t, (int, float)) or isinstance(t, bool)):
-            raise OptionsError(f"verifier_temperature must be a number, got {t!r}")
-        positive_int("votes", self.votes)
+    VARIANT_ORDER = ("votes",)  # `ssr votes=3 T=0.7`
+    # None: VERIFIER_TEMPERATURE of the setting (`resolved`).
+    verifier_temperature: float | None = option(
+        None, kind=NUMBER, short="T", help="temperature of the verifier votes (default 0.7 in the pool, 0.0 in the corpus)")
+    votes: int = option(DEFAULT_VOTES, kind=POSITIVE_INT, help=f"verifier judgments per step (default {DEFAULT_VOTES})")
 
     def resolved(self, setting: str) -> SSROptions:
         if self.verifier_temperature is not None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from eval.runs.errors import RunError
 from eval.runs.logged_runs import LoggedRun
+from programs.options import OptionsError, positive_int
 
 Pair = tuple[str, str]  # (A, B): two variants (eval.runs.config.RunConfig.variant)
 
@@ -159,8 +160,11 @@ def _from_table(table: object, where: str) -> Family:
         if not isinstance(value, bool):
             raise FamilyError(f"{where}: {key} must be true or false, got {value!r}")
     size = table.get("size")
-    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
-        raise FamilyError(f"{where}: size must be a positive integer, got {size!r}")
+    if size is not None:
+        try:
+            positive_int("size", size)
+        except OptionsError as exc:
+            raise FamilyError(f"{where}: {exc}") from None
     return _family(name, [(a, b) for a, b in pairs], per_column, where, per_pair, size)
 
 

@@ -31,6 +31,7 @@ from eval.runs.flags import positive_int
 from eval.scoring.run_metrics import summarize
 from programs import names
 from programs.registry import METHODS
+from programs.setting import DEFAULT_BUDGET
 
 SCORES = ("train+dev", "dev", "none")
 MODEL_FREE = ("none", "labeled")  # optimizers that make their demos without calling the model
@@ -60,7 +61,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--score", default="train+dev", choices=SCORES,
                    help="splits scored before and after compiling (default train+dev); none: score with "
                         "eval.run runs of the zero-shot and the compiled program instead (paired in eval.compare)")
-    p.add_argument("--budget", type=positive_int, default=6, help="H: paragraph reads per question")
+    p.add_argument("--budget", type=positive_int, default=DEFAULT_BUDGET, help="H: paragraph reads per question")
     p.add_argument("--max-bootstrapped-demos", type=int, default=Settings.max_bootstrapped_demos)
     p.add_argument("--max-labeled-demos", type=int, default=Settings.max_labeled_demos,
                    help="LabeledFewShot's k; BootstrapFewShot's labeled demos")

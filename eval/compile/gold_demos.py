@@ -27,6 +27,7 @@ from eval.compile.gold_scripts import (  # noqa: F401  (the skip reasons, re-exp
     GoldRun,
     gold_facts,
 )
+from programs.setting import DEFAULT_BUDGET
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class GoldDemos(dict):
         self.questions = 0  # questions that gave an episode
 
 
-def gold_demos(examples: Iterable[Any], budget: int = 6, method: str = "eir") -> GoldDemos:
+def gold_demos(examples: Iterable[Any], budget: int = DEFAULT_BUDGET, method: str = "eir") -> GoldDemos:
     """Gold demos for `method`'s pool-setting program at read budget `budget`, keyed by predictor
     name. Within one question a call identical to one already kept (SSR's votes on one step) gives
     one demo. Makes no model call."""

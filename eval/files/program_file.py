@@ -16,6 +16,8 @@ from pathlib import Path
 
 import dspy
 
+from programs.registry import METHODS
+
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")  # a name goes into variant labels, split on spaces
 
 
@@ -55,17 +57,14 @@ def read_meta(path: str | Path) -> dict:
     return meta
 
 
-# Options that change how a turn's output is judged, not which predictors a program holds: a
-# program compiled under one runs under another.
-_NOT_PREDICTORS = ("invalid_updates",)
-
-
 def check_fits(meta: dict, path: str | Path, method: str, options: dict) -> None:
     """The file's predictors are those of `method` with `options` (an ablation adds predictors)."""
     if meta["method"] != method:
         raise ProgramFileError(f"--program {path} was compiled for --method {meta['method']}, not {method}")
-    theirs = {k: v for k, v in meta.get("options", {}).items() if k not in _NOT_PREDICTORS}
-    options = {k: v for k, v in options.items() if k not in _NOT_PREDICTORS}
+    # An option that changes how outputs are judged, not which predictors the program holds, may differ.
+    judging = {f.name for f in METHODS[method].options.declared() if not f.metadata["shapes_program"]}
+    theirs = {k: v for k, v in meta.get("options", {}).items() if k not in judging}
+    options = {k: v for k, v in options.items() if k not in judging}
     if theirs != options:
         raise ProgramFileError(f"--program {path} was compiled with options {theirs}, not {options}")
 

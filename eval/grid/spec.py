@@ -27,7 +27,8 @@ from eval.runs.config import RunConfig, compiled_program, options_for
 from eval.runs.errors import RunError
 from eval.runs.flags import RunFlags, run_config, run_flags, validation_message
 from programs import names
-from programs.registry import METHODS
+from programs.options import positive_int
+from programs.registry import METHODS, method_options
 
 GRID_FLAGS = ("experiment", "limit", "seed", "lm", "dataset", "budget", "data", "resume")  # set per cell by the grid
 # The protocol's version in every cell key: a cell run before the protocol changed (issue 31: EIR's
@@ -35,7 +36,6 @@ GRID_FLAGS = ("experiment", "limit", "seed", "lm", "dataset", "budget", "data", 
 # for Direct, SSR and Reflexion, SSR's verify and refine told the turns left) is another cell, never
 # reused as this one.
 RULES = "issue42"
-METHOD_OPTIONS = ("ablation", "invalid_updates", "votes", "verifier_temperature", "trials")  # taken only by some methods
 PROGRAM = "program"  # a compiled program file: it fits one method, so only a [[methods]] entry names it
 NOT_IN_KEY = ("threads", "request_timeout", "trace", "out")  # how a run runs, not what it measures
 DEFAULTS = RunFlags().model_dump()  # every eval.run flag (argparse dest) and its default: the command line's
@@ -57,7 +57,7 @@ def _text(value: str) -> str:
 
 
 Text = Annotated[str, pydantic.AfterValidator(_text)]
-Positive = Annotated[int, Field(gt=0)]
+Positive = Annotated[int, pydantic.AfterValidator(functools.partial(positive_int, None))]
 
 
 def _unique(items: list) -> list:
@@ -65,6 +65,13 @@ def _unique(items: list) -> list:
     if repeated:
         raise ValueError(f"{repeated[0]!r} appears twice")
     return items
+
+
+def _registered(method: str) -> str:
+    """A method of the registry as it is now (a method registered after import runs too)."""
+    if method not in METHODS:
+        raise ValueError(f"unknown value {method!r}; choose one of {', '.join(map(repr, METHODS))}")
+    return method
 
 
 def _entries(value) -> Any:
@@ -85,7 +92,7 @@ class LMEntry(_Table):
 class MethodEntry(_Table):
     """A [[methods]] entry: the method, its budgets (None: the grid's), and its eval.run flags (the extra keys)."""
     model_config = ConfigDict(extra="allow", strict=True)
-    method: Literal[tuple(METHODS)]
+    method: Annotated[str, pydantic.AfterValidator(_registered)]
     budgets: Annotated[list[Positive], Field(min_length=1), pydantic.AfterValidator(_unique)] | None = None
 
 
@@ -264,23 +271,12 @@ def _shared_flags(table: dict, label: str) -> dict:
     flags = _flags(table, label)
     if "method" in flags:
         raise RunError(f"{label}.method: methods are named by the [[methods]] entries")
-    for option in METHOD_OPTIONS:
+    for option in method_options():  # taken only by some methods
         if option in flags:
             raise RunError(f"{label}.{option}: a method option; give it in the [[methods]] entries that take it")
     if PROGRAM in flags:
         raise RunError(f"{label}.{PROGRAM}: a compiled program fits one method; give it in its [[methods]] entry")
     return flags
-
-
-def _entry_flags(label: str, entry: MethodEntry) -> dict:
-    """A [[methods]] entry's own flags; a method option only where the method takes it."""
-    own = _flags(entry.model_extra, label)
-    takes = [o for o in METHOD_OPTIONS if o in METHODS[entry.method].options.names()]
-    its = f"its options: {', '.join(takes)}" if takes else "it takes none"
-    for option in own:
-        if option in METHOD_OPTIONS and option not in takes:
-            raise RunError(f"{label}: {option!r} is not an option of method {entry.method} ({its})")
-    return own
 
 
 # ---------------------------------------------------------------- cells
@@ -292,7 +288,7 @@ def _cells(grid: Grid, entries: list[MethodEntry]) -> list[Cell]:
     seen: dict[str, Cell] = {}
     for i, entry in enumerate(entries):
         label = f"methods[{i}] (method = {entry.method!r})"
-        own = _entry_flags(label, entry)
+        own = _flags(entry.model_extra, label)  # an option the method does not take: the cell's config says so
         for dataset in grid.datasets:
             for lm in grid.lms:
                 flags = {**grid.run, **grid.lm_flags[lm], **own}
@@ -329,7 +325,7 @@ def _key(grid: Grid, flags: dict, given: dict, config: RunConfig) -> str:
         key["data"] = grid.data[config.dataset]
     defaults = options_for(config.method, config.setting)
     for name in flags:
-        if name in METHOD_OPTIONS:
+        if name in defaults:  # a method option
             if config.options[name] != defaults[name]:  # validated: the method takes it
                 key[name] = config.options[name]
         elif name not in NOT_IN_KEY and given[name] != DEFAULTS[name]:

@@ -24,16 +24,14 @@ from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eir_dspy.lm.server_program import EngineBuild
 from eir_dspy.lm.spec import ENGINE
-from eir_dspy.state import paper_invalid_updates
 from eval.files.program_file import ProgramFileError, check_fits, program_config, read_meta
 from eval.runs.errors import RunError
 from programs import names
-from programs.options import OptionsError
+from programs.options import OptionsError, positive_int
 from programs.registry import CORPUS_METHODS, METHODS
+from programs.setting import DEFAULT_BUDGET
 
-DEFAULT_BUDGET = 6  # the paper's H: a variant names its H only when it differs
 DEFAULT_MAX_TOKENS = 2048
-_OPTION_NAMES = {"verifier_temperature": "T"}  # short names in variants; others keep their own
 
 
 # ---------------------------------------------------------------- the LM
@@ -95,32 +93,13 @@ class LMConfig:
 # ---------------------------------------------------------------- the method
 
 
-def options_for(method: str, setting: str = "pool", *, verifier_temperature: float | None = None,
-                votes: int | None = None, trials: int | None = None, ablation: str | None = None,
-                invalid_updates: str | None = None) -> dict:
-    """The method's options (its registry entry's Options) from eval.run's option flags, as the run
-    logs them; a flag given (not None) for an option the method does not take is a RunError, so
-    `--method eir --votes 3` is refused rather than quietly ignored. Setting-dependent defaults are
-    resolved here, so the log holds the rule that ran: the verifier temperature (D.1 / H.2) and what
-    invalid list updates do (discard in the pool, reject in the corpus setting)."""
-    takes = METHODS[method].options.names()
-    given = {"ablation": ablation, "invalid_updates": invalid_updates,  # checked first, as before the others were
-             "verifier_temperature": verifier_temperature, "votes": votes, "trials": trials}
-    for name, value in given.items():
-        if value is not None and name not in takes:
-            raise RunError(_NOT_TAKEN.get(name, "{flag} is not an option of --method {method} {its}").format(
-                flag=_flag(name), method=method,
-                its=f"(its options: {', '.join(map(_flag, takes))})" if takes else "(it takes none)"))
-    return _resolved(method, setting, {k: v for k, v in given.items() if v is not None})
-
-
-# Where a method option given to a method without it has its own explanation.
-_NOT_TAKEN = {"ablation": "--ablation is an EIR ablation; --method {method} has none",
-              "invalid_updates": "--invalid-updates is EIR's list-update rule; --method {method} has no lists"}
-
-
-def _flag(option: str) -> str:
-    return "--" + option.replace("_", "-")
+def options_for(method: str, setting: str = "pool", given: Mapping | None = None) -> dict:
+    """The method's options (its registry entry's Options) from eval.run's option flags (by name; None:
+    not given), as the run logs them; a value given for an option the method does not take is a
+    RunError, so `--method eir --votes 3` is refused rather than quietly ignored. Setting-dependent
+    defaults are resolved here, so the log holds the rule that ran (e.g. the verifier temperature,
+    D.1 / H.2, and what invalid list updates do: discard in the pool, reject in the corpus setting)."""
+    return _resolved(method, setting, {k: v for k, v in (given or {}).items() if v is not None})
 
 
 def _resolved(method: str, setting: str, options: Mapping) -> dict:
@@ -189,9 +168,11 @@ class RunConfig:
                            f"{', '.join(METHODS[self.method].settings)}")
         if self.setting == "corpus" and self.dataset != "hotpotqa":
             raise RunError(f"the corpus setting searches HotpotQA's Wikipedia corpus; got --dataset {self.dataset}")
-        for name, value in (("--budget", self.budget), ("--limit", self.n)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise RunError(f"{name} must be a positive integer, got {value!r}")
+        try:
+            for name, value in (("--budget", self.budget), ("--limit", self.n)):
+                positive_int(name, value)
+        except OptionsError as exc:
+            raise RunError(str(exc)) from None
         if self.futile_searches not in FUTILE_SEARCHES:
             raise RunError(f"unknown --futile-searches {self.futile_searches!r}; choose one of {', '.join(FUTILE_SEARCHES)}")
         if self.setting != "corpus" and self.futile_searches != DEFAULT_FUTILE_SEARCHES:
@@ -232,22 +213,15 @@ class RunConfig:
         the paper's 6, and the method's options; e.g. `eir`, `eir H=8`, `eir no-list-feedback`,
         `ssr votes=3 T=0.7`, `eir compiled=gepa`. Comparisons pair runs by it. Sampling settings
         (temperature, max tokens) are params, not part of the name: vary them in separate experiments."""
-        options = dict(self.options)
-        parts = [self.label]
-        ablation = options.pop("ablation", None)
-        if ablation and ablation != "none":
-            parts.append(ablation)
-        if options.get("invalid_updates") == paper_invalid_updates(self.setting):
-            del options["invalid_updates"]  # the paper's rule for the setting goes unnamed, like H=6
+        leading, trailing = METHODS[self.method].make_options(self.options).variant_parts(self.setting)
+        parts = [self.label, *leading]  # each option shown as its field says (programs/options.py)
         if self.program:
             parts.append(f"compiled={self.program.name}")
         if self.budget != DEFAULT_BUDGET:
             parts.append(f"H={self.budget}")
         if self.setting == "corpus" and self.futile_searches != DEFAULT_FUTILE_SEARCHES:
             parts.append(f"futile_searches={self.futile_searches}")
-        parts += [f"{_OPTION_NAMES.get(k, k)}={v:g}" if isinstance(v, float) else f"{_OPTION_NAMES.get(k, k)}={v}"
-                  for k, v in sorted(options.items(), key=lambda kv: (kv[0] != "votes", kv[0]))]
-        return " ".join(parts)
+        return " ".join(parts + trailing)
 
     @property
     def sweep(self) -> str:

@@ -18,13 +18,12 @@ from eir_dspy.corpus_environment import DEFAULT_FUTILE_SEARCHES, FUTILE_SEARCHES
 from eir_dspy.lm import DECODINGS, DEFAULT_REQUEST_TIMEOUT
 from eir_dspy.lm.embedded_server import EMBEDDED_THREADS
 from eir_dspy.lm.local_models import DEFAULT_MODEL
-from eir_dspy.state import INVALID_UPDATE_RULES
 from eval.data.loaders import DATASETS
 from eval.runs.config import DEFAULT_BUDGET, DEFAULT_MAX_TOKENS, LMConfig, RunConfig, compiled_program, options_for
 from eval.runs.errors import RunError
-from programs import names
-from programs.eir_policy import ABLATIONS
-from programs.registry import DEFAULT_TRIALS, DEFAULT_VOTES, METHODS
+from programs import names, options
+from programs.options import NUMBER, POSITIVE_INT, OptionsError
+from programs.registry import METHODS, method_options
 from programs.setting import SETTINGS
 
 DESCRIPTION = "`python -m eval.run`: run one method on one dataset with one LM, score it, log it to MLflow."
@@ -36,7 +35,7 @@ RESUME_ONLY = ("skip_bad_lines",)  # how one resume reads its results file: not 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m eval.run", description=DESCRIPTION)
-    p.add_argument("--method", default=names.EIR, choices=sorted(METHODS))
+    p.add_argument("--method", default=names.EIR, choices=METHODS)  # the registry itself: a method added later runs
     p.add_argument("--setting", default="pool", choices=SETTINGS,
                    help="pool: each question's given paragraphs; corpus: search a BM25 index (HotpotQA only)")
     p.add_argument("--index", default=None, help="corpus: an index directory from `python -m eval.index build` "
@@ -51,19 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the question sample (stable order)")
     add_lm_flags(p)
     p.add_argument("--budget", type=positive_int, default=DEFAULT_BUDGET, help="H: paragraph reads per question")
-    p.add_argument("--ablation", default=None, choices=ABLATIONS,
-                   help="eir: no-list-feedback (the lists are kept but never shown again, E.2); repair / "
-                        "repair-unapplied (dependency repair with its changes applied / discarded, E.3). docs/methods.md: Ablations")  # noqa: E501
-    p.add_argument("--invalid-updates", default=None, choices=INVALID_UPDATE_RULES,
-                   help="eir: what invalid list updates do to their turn: discard (lists unchanged, the action "
-                        "runs; the paper's pool rule, 3.2/B.1) or reject (the turn, action included; the corpus "
-                        "rule, H.1). Default: the paper's rule for --setting. docs/methods.md: Fidelity")
-    p.add_argument("--verifier-temperature", type=float, default=None,
-                   help="ssr: temperature of the verifier votes (default 0.7 in the pool, 0.0 in the corpus)")
-    p.add_argument("--votes", type=positive_int, default=None,
-                   help=f"ssr: verifier judgments per step (default {DEFAULT_VOTES})")
-    p.add_argument("--trials", type=positive_int, default=None,
-                   help=f"reflexion: most trials per question (default {DEFAULT_TRIALS})")
+    add_option_flags(p)
     p.add_argument("--threads", type=positive_int, default=None,
                    help=f"questions in flight; the embedded model decodes them together in one batch (default "
                         f"{EMBEDDED_THREADS} for the embedded model, by measurement: docs/lm.md, Throughput; else 1)")
@@ -81,6 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one MLflow trace per question (DSPy's calls nested by mlflow.dspy.autolog), tagged with "
                         "the run and question ids and scored: answer_f1, answer_em, support_f1 as feedback")
     return p
+
+
+def add_option_flags(p: argparse.ArgumentParser) -> None:
+    """A flag for every method option, made from the options dataclasses (programs/options.py) that
+    declare it: not given (None), the method's own default."""
+    for opt in method_options().values():
+        meta = opt.field.metadata
+        kind = {POSITIVE_INT: positive_int, NUMBER: float}.get(meta["kind"])
+        p.add_argument("--" + opt.name.replace("_", "-"), default=None, type=kind, choices=meta["choices"],
+                       help=f"{', '.join(opt.methods)}: {meta['help']}")
 
 
 def add_lm_flags(p: argparse.ArgumentParser) -> None:
@@ -109,10 +106,11 @@ def add_lm_flags(p: argparse.ArgumentParser) -> None:
 
 
 def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
+    """argparse's type for a positive integer flag: the one check (programs/options.py), argparse's error."""
+    try:
+        return options.positive_int(None, int(text))
+    except OptionsError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive_float(text: str) -> float:
@@ -195,9 +193,7 @@ def run_config(flags: Mapping | argparse.Namespace | RunFlags) -> RunConfig:
     (its message is the command line's), a method option the method does not take, a --program not
     compiled for this method and options, or a config that fails its own checks."""
     f = (flags if isinstance(flags, RunFlags) else run_flags(flags)).model_dump()
-    options = options_for(f["method"], f["setting"], verifier_temperature=f["verifier_temperature"],
-                          votes=f["votes"], trials=f["trials"], ablation=f["ablation"],
-                          invalid_updates=f["invalid_updates"])
+    options = options_for(f["method"], f["setting"], {name: f[name] for name in method_options()})
     program = compiled_program(f["program"], f["method"], options) if f["program"] else None
     return RunConfig(method=f["method"], dataset=f["dataset"], setting=f["setting"], budget=f["budget"],
                      options=options, lm=lm_config(f), data_file=f["data"], n=f["limit"], seed=f["seed"],
@@ -217,6 +213,8 @@ def validation_message(exc: pydantic.ValidationError) -> str:
     message = error["msg"].removeprefix("Value error, ")
     if message.startswith(("argument ", "'")):  # a flag's own check (`_checked`): it names the flag
         return message
+    if message.startswith("unknown value"):
+        return f"{where}: {message}"
     said = {"bool_type": "must be true or false", "int_type": "must be an integer", "string_type": "must be a string",
             "greater_than": "must be a positive integer", "list_type": "must be a list", "dict_type": "must be a table"
             }.get(kind)

@@ -18,7 +18,7 @@ from typing import Any
 from eir_dspy.environment import match_title
 from eval.files.question_record import QuestionRecord, as_records
 from eval.scoring.run_metrics import episodes, fallback_reads, rejections
-from programs import names
+from programs.registry import METHODS
 
 # The thresholds. Each marks the point past which a score mostly measures the failure, not the method.
 # More than half the turns rejected: most of the budget bought nothing, and what the agent read and
@@ -42,11 +42,6 @@ MOST_READS_FALLBACKS = 0.5
 MOST_ANSWERS_EMPTY = 0.5
 MOST_ANSWERS_CUT = 0.5
 
-# Methods scored on the answer their episode submits (Section 4.2, Appendix H.2); EIR and Full Pool
-# answer in a final call that always runs, so an episode without a submit is normal for them.
-SUBMITTING_METHODS = frozenset({names.DIRECT, names.SSR, names.REFLEXION})
-# Full Pool reads the whole pool by construction: it has no reads to count.
-NON_READING_METHODS = frozenset({names.FULL_POOL})
 # The calls that write a question's answer, by role (eir_dspy.accounting): EIR's and Full Pool's
 # final call, else the last turn's action (SSR: or its refinement).
 FINAL_ROLE = "final"
@@ -77,11 +72,12 @@ def warnings_for(label: str, records: Iterable[dict | QuestionRecord], *, method
     if not records:
         return []
     method = method or method_of(records)
-    reads = method not in NON_READING_METHODS
+    traits = METHODS.get(method)  # which checks apply: the method's registry entry (none known: the generic ones)
+    reads = traits is None or traits.reads
     found = [rejected_turns(records), no_reads(records) if reads else None,
              title_fallbacks(records) if reads else None,
-             unsubmitted(records) if method in SUBMITTING_METHODS else None,
-             discarded_updates(records) if method == names.EIR else None,
+             unsubmitted(records) if traits and traits.submits else None,
+             discarded_updates(records) if traits and traits.keeps_lists else None,
              empty_answers(records, method, max_tokens), cut_answers(records, max_tokens)]
     return [RunWarning(code, count, total, f"{label}: {text}", *cause) for code, count, total, text, cause
             in filter(None, found)]
@@ -239,7 +235,7 @@ def why_empty(r: QuestionRecord, method: str | None, max_tokens: int | None) -> 
         return "cut at the token limit"
     if r.trajectory is not None and r.trajectory.final_parsed is False:
         return "final answer unreadable"
-    if method in SUBMITTING_METHODS and r.forced_end:
+    if method in METHODS and METHODS[method].submits and r.forced_end:
         return "no submission"
     return "answered empty"
 

@@ -86,7 +86,7 @@ def test_the_control_learns_its_updates_were_discarded_but_not_what_was_wrong_wi
 
 
 def test_unknown_ablation_is_refused():
-    with pytest.raises(ValueError, match="unknown EIR ablation 'lists-off'"):
+    with pytest.raises(ValueError, match="unknown ablation 'lists-off'"):
         EIR(ablation="lists-off")
 
 

@@ -67,7 +67,7 @@ def test_options_name_what_is_wrong_and_which_method():
         METHODS["eir"].make_options({"votes": 3})
     with pytest.raises(OptionsError, match=r"'trials' is not an option of method direct \(it takes none\)"):
         METHODS["direct"].build(6, {"trials": 2})
-    with pytest.raises(OptionsError, match="unknown EIR ablation 'lists-off'; choose one of none, no-list-feedback"):
+    with pytest.raises(OptionsError, match="unknown ablation 'lists-off'; choose one of none, no-list-feedback"):
         METHODS["eir"].make_options({"ablation": "lists-off"})
     with pytest.raises(OptionsError, match="invalid_updates must be one of discard, reject; got 'drop'"):
         METHODS["eir"].make_options({"invalid_updates": "drop"})

@@ -17,12 +17,13 @@ def config(*flags: str):
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--method", "eir", "--votes", "3"],
-     "--votes is not an option of --method eir (its options: --ablation, --invalid-updates)"),
-    (["--method", "direct", "--trials", "2"], "--trials is not an option of --method direct (it takes none)"),
-    (["--method", "full_pool", "--verifier-temperature", "0.5"], "--verifier-temperature is not an option of --method full_pool"),
+     "'votes' is not an option of method eir (its options: ablation, invalid_updates)"),
+    (["--method", "direct", "--trials", "2"], "'trials' is not an option of method direct (it takes none)"),
+    (["--method", "full_pool", "--verifier-temperature", "0.5"], "'verifier_temperature' is not an option of method full_pool"),
     (["--method", "ssr", "--trials", "2"],
-     "--trials is not an option of --method ssr (its options: --verifier-temperature, --votes)"),
-    (["--method", "reflexion", "--votes", "5"], "--votes is not an option of --method reflexion (its options: --trials)"),
+     "'trials' is not an option of method ssr (its options: verifier_temperature, votes)"),
+    (["--method", "reflexion", "--votes", "5"], "'votes' is not an option of method reflexion (its options: trials)"),
+    (["--method", "direct", "--invalid-updates", "reject"], "'invalid_updates' is not an option of method direct"),
 ])
 def test_an_option_of_another_method_is_refused_naming_it(flags, message):
     with pytest.raises(RunError) as raised:
@@ -42,4 +43,4 @@ def test_left_out_an_option_takes_the_methods_default_for_the_setting():
 def test_the_command_line_refuses_it_as_an_error_not_a_traceback(capsys):
     with pytest.raises(SystemExit) as exited:
         run_module.main(["--method", "eir", "--votes", "3", "--limit", "1"])
-    assert "--votes is not an option of --method eir" in str(exited.value) + capsys.readouterr().err
+    assert "'votes' is not an option of method eir" in str(exited.value) + capsys.readouterr().err

@@ -184,7 +184,7 @@ def test_eirs_list_update_rule_is_logged_resolved_and_named_only_off_the_papers_
     assert off.options["invalid_updates"] == "reject" and off.variant == "eir invalid_updates=reject"
     assert RunConfig.from_tag(off.to_tag()).variant == "eir invalid_updates=reject"
     assert RunConfig.from_tag(pool.to_tag()).variant == "eir"
-    with pytest.raises(RunError, match="--invalid-updates is EIR's list-update rule"):
+    with pytest.raises(RunError, match="'invalid_updates' is not an option of method direct"):
         config("--method", "direct", "--invalid-updates", "reject")
 
 

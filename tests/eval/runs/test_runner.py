@@ -203,5 +203,5 @@ def test_ablation_and_budget_runs_are_their_own_variants(workdir, monkeypatch):
 
 def test_an_ablation_of_a_method_without_ablations_is_refused(workdir, monkeypatch):
     use_lm(monkeypatch, reply)
-    with pytest.raises(SystemExit, match="--ablation is an EIR ablation; --method direct has none"):
+    with pytest.raises(SystemExit, match="'ablation' is not an option of method direct \\(it takes none\\)"):
         run_module.main(ARGS + ["--method", "direct", "--ablation", "repair"])
