@@ -95,7 +95,8 @@ def find_file(dataset: str, directory: Path) -> Path:
 
 def load_file(path: str | os.PathLike, dataset: str) -> list[Question]:
     """Every record of one file, in file order, as `Question`s. Raises DataError on what
-    docs/data-and-metrics.md ("Data") lists; warns (`DataWarning`, once) about facts past a paragraph's end."""
+    docs/data-and-metrics.md ("Data") lists; warns (`DataWarning`, once each) about records with no
+    supporting facts and about facts past a paragraph's end."""
     path = Path(path)
     if dataset not in DATASETS:
         raise DataError(f"unknown dataset {dataset!r}; expected one of {DATASETS}")
@@ -257,14 +258,29 @@ def _load_from_hub(dataset: str) -> list[Question]:
     return questions
 
 
+NAMED_RECORDS = 5  # a warning about records names this many of them, then counts the rest
+
+
 def _check_questions(questions: list[Question], where: str) -> None:
     """Whole-file checks: ids are unique (records are matched by id when resuming and
-    comparing runs); warn once about supporting facts past the end of their paragraph."""
+    comparing runs); warn once about records with no gold support and once about supporting
+    facts past the end of their paragraph."""
     first_seen: dict[str, int] = {}
     for index, q in enumerate(questions):
         if q.id in first_seen:
             raise DataError(f"{where}: records {first_seen[q.id]} and {index} share the id {q.id!r}")
         first_seen[q.id] = index
+    unsupported = [(index, q.id) for index, q in enumerate(questions)
+                   if not q.supporting_facts and not q.supporting_paragraphs]
+    if unsupported:
+        named = ", ".join(f"record {index} (id {qid!r})" for index, qid in unsupported[:NAMED_RECORDS])
+        more = f" and {len(unsupported) - NAMED_RECORDS} more" if len(unsupported) > NAMED_RECORDS else ""
+        warnings.warn(
+            f"{where}: {len(unsupported)} record(s) have no supporting facts (MuSiQue: no paragraph "
+            f"is_supporting): {named}{more}; loaded as given, but their support scores "
+            "(support_f1, sp_em, joint) mean nothing",
+            DataWarning, stacklevel=3,
+        )
     past_end = sum(_facts_past_end(q) for q in questions)
     if past_end:
         warnings.warn(

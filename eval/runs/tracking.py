@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import logging
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import mlflow
@@ -104,25 +102,45 @@ def store_path(uri: str) -> Path | None:
 def store_lock(uri: str):
     """Hold an exclusive inter-process lock (flock) for a local store while it is created and an
     experiment is made in it, so runs started together on a fresh store do it one after the other.
-    The lock file is in the temp directory, named by the store's resolved path (as MLflow names its
-    own `db_init_lock-*` files), so every spelling of one store's URI takes the same lock. Nothing is
-    locked for a remote store, or where a lock file cannot be made (then it is as before)."""
+    The lock file is beside the store, named after it (`mlflow.db.lock` for `mlflow.db`, `mlruns.lock`
+    for a directory `mlruns`), so every spelling of one store's URI takes the same lock; the holder
+    removes it as it lets go, so nothing is left behind (not in the temp directory either, where it
+    once was: one file per store, for good). Nothing is locked for a remote store, or where a lock
+    file cannot be made (the store's directory does not exist or cannot be written: then it is as
+    before)."""
     path = store_path(uri)
-    fd = None
-    if path is not None:
-        digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
-        try:
-            fd = os.open(Path(tempfile.gettempdir()) / f"eir-dspy-mlflow-store-{digest}.lock",
-                         os.O_RDONLY | os.O_CREAT, 0o666)
-        except OSError:
-            fd = None
+    fd = _lock_file(path.with_name(path.name + ".lock")) if path is not None else None
     try:
-        if fd is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         if fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(path.with_name(path.name + ".lock"))  # while still held: see _lock_file
             os.close(fd)  # releases the lock
+
+
+def _lock_file(lock: Path) -> int | None:
+    """Open `lock` (creating it) and flock it exclusively; the descriptor, or None if it cannot be
+    opened. A holder unlinks the file before it closes it, so one that waited may wake holding a
+    file no longer at `lock` (while a newcomer locks a new one there): it then opens `lock` again,
+    until the file it holds is the one at `lock`."""
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o666)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            held, there = os.fstat(fd), os.stat(lock)
+        except FileNotFoundError:  # removed by the holder we waited for
+            os.close(fd)
+            continue
+        except BaseException:
+            os.close(fd)
+            raise
+        if (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino):
+            return fd
+        os.close(fd)  # a newer file is there now
 
 
 def log_config(config: RunConfig) -> None:

@@ -518,6 +518,52 @@ def test_sentence_index_past_the_end_is_kept_with_one_warning_per_file():
     assert [q.supporting_facts for q in questions] == [(("T", 0),), (("T", 0), ("U", 5)), (("T", 2),)]
 
 
+def _no_support_warnings(path, dataset):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        questions = load_file(path, dataset)
+    return questions, [str(w.message) for w in caught if w.category is DataWarning]
+
+
+@pytest.mark.parametrize("layout", ["hotpot_original", "hotpot_hf", "2wiki_flashrag", "musique"])
+def test_a_record_with_no_supporting_facts_loads_with_a_warning_naming_file_and_record(tmp_path, layout):
+    # Issue 44: such a record loaded without a word, though its Support F1 means nothing.
+    ok, empty = {
+        "hotpot_original": (
+            '{"_id": "q0", "question": "Q?", "answer": "A", "type": "b", "supporting_facts": [["T", 0]],'
+            ' "context": [["T", ["T is A."]]]}',
+            '{"_id": "q1", "question": "Q?", "answer": "A", "type": "b", "supporting_facts": [],'
+            ' "context": [["T", ["T is A."]]]}'),
+        "hotpot_hf": (_hf().replace('"x"', '"q0"'), _hf(facts=()).replace('"x"', '"q1"')),
+        "2wiki_flashrag": tuple(
+            json.dumps({"id": qid, "question": "Q?", "golden_answers": ["A"], "metadata": {
+                "type": "b", "supporting_facts": {"title": titles, "sent_id": ids},
+                "context": {"title": ["T"], "content": [["T."]]}}})
+            for qid, titles, ids in (("q0", ["T"], [0]), ("q1", [], []))),
+        "musique": (_musique().replace("2hop__1_2", "q0"),
+                    _musique().replace("2hop__1_2", "q1").replace('"is_supporting": true', '"is_supporting": false')),
+    }[layout]
+    path = tmp_path / f"{layout}.jsonl"
+    path.write_text("\n".join([ok, empty, ok.replace('"q0"', '"q2"')]) + "\n")
+    questions, messages = _no_support_warnings(path, "musique" if layout == "musique" else "hotpotqa")
+    assert _ids(questions) == ["q0", "q1", "q2"]  # every record loads, as given
+    [message] = messages
+    assert message.startswith(f"{path}: 1 record(s) have no supporting facts")
+    assert "record 1 (id 'q1')" in message and "q0" not in message and "q2" not in message
+    assert "support scores" in message
+
+
+def test_many_records_with_no_supporting_facts_get_one_warning_naming_the_first_five(tmp_path):
+    path = tmp_path / "no_support.jsonl"
+    path.write_text("\n".join(_hf(facts=()).replace('"x"', f'"e{i}"') for i in range(8)) + "\n")
+    _, messages = _no_support_warnings(path, "hotpotqa")
+    assert messages == [
+        f"{path}: 8 record(s) have no supporting facts (MuSiQue: no paragraph is_supporting): "
+        "record 0 (id 'e0'), record 1 (id 'e1'), record 2 (id 'e2'), record 3 (id 'e3'), record 4 (id 'e4') "
+        "and 3 more; loaded as given, but their support scores (support_f1, sp_em, joint) mean nothing"
+    ]
+
+
 def test_clean_files_load_without_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -4,6 +4,7 @@ failing run's message counting every question that failed (eval/runs/scheduler.p
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -71,6 +72,54 @@ def test_the_store_lock_lets_one_holder_in_at_a_time(tmp_path):
     assert order == ["first out", "second in"]
     with tracking.store_lock("http://127.0.0.1:1"):  # a server: nothing to lock, nothing opened
         pass
+
+
+def test_stores_used_as_the_harness_does_leave_no_lock_file_in_the_temp_directory(tmp_path, monkeypatch):
+    # Issue 44: each store once left an eir-dspy-mlflow-store-<hash>.lock in $TMPDIR for good.
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    for i in range(3):
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{stores}/mlflow{i}.db")
+        for _ in range(2):  # a fresh store, then the same one again (a second run, a resume)
+            tracking.setup("probe")
+            with mlflow.start_run():
+                mlflow.log_metric("em", 1.0)
+    assert tempfile.gettempdir() == str(temp)
+    assert sorted(os.listdir(temp)) == []
+    assert sorted(p.name for p in stores.iterdir() if "lock" in p.name) == []  # nor beside the stores
+    mlflow.set_experiment("Default")  # leave this process as a later test expects it
+
+
+def test_the_store_lock_stays_exclusive_while_its_file_comes_and_goes(tmp_path):
+    # Each holder removes the lock file as it leaves; one that waited on the removed file opens it anew.
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    inside, most, errors = [0], [0], []
+    guard = threading.Lock()
+
+    def holder():
+        try:
+            for _ in range(25):
+                with tracking.store_lock(uri):
+                    with guard:
+                        inside[0] += 1
+                        most[0] = max(most[0], inside[0])
+                    time.sleep(0.001)
+                    with guard:
+                        inside[0] -= 1
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=holder) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == [] and most[0] == 1
+    assert list(tmp_path.iterdir()) == []  # no lock file left, and the store was never touched
 
 
 def test_an_experiment_made_meanwhile_by_another_run_is_read_again_and_made_active(tmp_path, monkeypatch):
