@@ -7,13 +7,21 @@ Nested entries stay the plain dicts they are written as (their types are named p
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from programs.names import DIRECT, EIR, FULL_POOL, REFLEXION, SSR
 
-Method = Literal[EIR, DIRECT, SSR, REFLEXION, FULL_POOL]
+def _registered(name: str) -> str:
+    """A method of programs.registry.METHODS as it is when the trajectory is read (one added later too)."""
+    from programs.registry import METHODS  # at call time: the registry imports the programs that import this
+
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; the registry's: {', '.join(METHODS)}")
+    return name
+
+
+Method = Annotated[str, AfterValidator(_registered)]
 
 
 class Trajectory(BaseModel):

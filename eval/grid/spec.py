@@ -25,7 +25,7 @@ from eval.data.loaders import DATASETS, HOLDOUT_FILES
 from eval.grid.paper import corpus_problem
 from eval.runs.config import RunConfig, compiled_program, options_for
 from eval.runs.errors import RunError
-from eval.runs.flags import RunFlags, run_config, run_flags, validation_message
+from eval.runs.flags import RunFlags, run_config, run_flags
 from programs import names
 from programs.options import positive_int
 from programs.registry import METHODS, method_options
@@ -399,3 +399,38 @@ def check_data(grid: Grid) -> list[str]:
                 " (relative paths resolve against $EIR_DATA_DIR, which is not set)"
             problems.append(f"{grid.path}: data.{dataset}: {resolved} does not exist{hint}")
     return problems
+
+
+# ---------------------------------------------------------------- errors
+
+
+def validation_message(exc: pydantic.ValidationError) -> str:
+    """A pydantic error as one line naming the key (its path, e.g. `methods[1].budgets[0]`): the first error."""
+    error = exc.errors()[0]
+    loc, value, kind = [p for p in error["loc"] if p != "[key]"], error.get("input"), error["type"]
+    where = _key_path(loc)
+    if kind in ("missing", "extra_forbidden"):
+        parent = _key_path(loc[:-1])
+        what = "missing required key" if kind == "missing" else "unknown key"
+        return f"{parent}: {what} {loc[-1]!r}" if parent else f"{what} {loc[-1]!r}" + (
+            " at the top level" if kind == "extra_forbidden" else "")
+    message = error["msg"].removeprefix("Value error, ")
+    if message.startswith(("argument ", "'")):  # an eval.run flag's own check (eval/runs/flags.py): it names the flag
+        return message
+    if message.startswith("unknown value"):
+        return f"{where}: {message}"
+    said = {"bool_type": "must be true or false", "int_type": "must be an integer", "string_type": "must be a string",
+            "list_type": "must be a list", "dict_type": "must be a table"
+            }.get(kind)
+    if kind == "too_short" and error["ctx"]["min_length"] == 1:
+        said = "must be a non-empty list"
+    if said:
+        return f"{where} {said}, got {value!r}"
+    if kind == "literal_error":
+        return f"{where}: unknown value {value!r}; choose one of {error['ctx']['expected']}"
+    return f"{where} {message}" if message.startswith("must") else f"{where}: {message}, got {value!r}"
+
+
+def _key_path(loc: list) -> str:
+    """A pydantic location as the grid file names it: `methods[1].budgets[0]`."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")

@@ -184,7 +184,10 @@ def run_flags(values: Mapping | argparse.Namespace) -> RunFlags:
     try:
         return RunFlags.model_validate({k: v for k, v in values.items() if k not in RESUME_ONLY})
     except pydantic.ValidationError as exc:
-        raise RunError(validation_message(exc)) from None
+        error = exc.errors()[0]
+        if error["type"] == "extra_forbidden":
+            raise RunError(f"unknown flag {error['loc'][0]!r}") from None
+        raise RunError(error["msg"].removeprefix("Value error, ")) from None  # a flag's own check: it names the flag
 
 
 def run_config(flags: Mapping | argparse.Namespace | RunFlags) -> RunConfig:
@@ -198,35 +201,3 @@ def run_config(flags: Mapping | argparse.Namespace | RunFlags) -> RunConfig:
     return RunConfig(method=f["method"], dataset=f["dataset"], setting=f["setting"], budget=f["budget"],
                      options=options, lm=lm_config(f), data_file=f["data"], n=f["limit"], seed=f["seed"],
                      threads=f["threads"], index=f["index"], program=program, futile_searches=f["futile_searches"])
-
-
-def validation_message(exc: pydantic.ValidationError) -> str:
-    """A pydantic error as one line naming the key (its path, e.g. `methods[1].budgets[0]`): the first error."""
-    error = exc.errors()[0]
-    loc, value, kind = [p for p in error["loc"] if p != "[key]"], error.get("input"), error["type"]
-    where = _key_path(loc)
-    if kind in ("missing", "extra_forbidden"):
-        parent = _key_path(loc[:-1])
-        what = "missing required key" if kind == "missing" else "unknown key"
-        return f"{parent}: {what} {loc[-1]!r}" if parent else f"{what} {loc[-1]!r}" + (
-            " at the top level" if kind == "extra_forbidden" else "")
-    message = error["msg"].removeprefix("Value error, ")
-    if message.startswith(("argument ", "'")):  # a flag's own check (`_checked`): it names the flag
-        return message
-    if message.startswith("unknown value"):
-        return f"{where}: {message}"
-    said = {"bool_type": "must be true or false", "int_type": "must be an integer", "string_type": "must be a string",
-            "greater_than": "must be a positive integer", "list_type": "must be a list", "dict_type": "must be a table"
-            }.get(kind)
-    if kind == "too_short" and error["ctx"]["min_length"] == 1:
-        said = "must be a non-empty list"
-    if said:
-        return f"{where} {said}, got {value!r}"
-    if kind == "literal_error":
-        return f"{where}: unknown value {value!r}; choose one of {error['ctx']['expected']}"
-    return f"{where} {message}" if message.startswith("must") else f"{where}: {message}, got {value!r}"
-
-
-def _key_path(loc: list) -> str:
-    """A pydantic location as the grid file names it: `methods[1].budgets[0]`."""
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
