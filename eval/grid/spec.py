@@ -25,7 +25,7 @@ from eval.data.loaders import DATASETS, HOLDOUT_FILES
 from eval.grid.paper import corpus_problem
 from eval.runs.config import RunConfig, compiled_program, options_for
 from eval.runs.errors import RunError
-from eval.runs.flags import RunFlags, run_config, run_flags
+from eval.runs.flags import flag_defaults, run_config, run_flags
 from programs import names
 from programs.options import positive_int
 from programs.registry import METHODS, method_options
@@ -38,8 +38,6 @@ GRID_FLAGS = ("experiment", "limit", "seed", "lm", "dataset", "budget", "data", 
 RULES = "issue42"
 PROGRAM = "program"  # a compiled program file: it fits one method, so only a [[methods]] entry names it
 NOT_IN_KEY = ("threads", "request_timeout", "trace", "out")  # how a run runs, not what it measures
-DEFAULTS = RunFlags().model_dump()  # every eval.run flag (argparse dest) and its default: the command line's
-FLAGS = tuple(k for k in DEFAULTS if k not in GRID_FLAGS)
 INSTEAD = {"limit": "n", "lm": "lms", "dataset": "datasets", "budget": "budgets (per entry or grid)", "data": "[data]",
            "seed": "seed", "experiment": "experiment"}  # what the grid names a flag it sets
 
@@ -111,10 +109,10 @@ class GridFile(_Table):
     paper: bool = False
     reference: Text = names.EIR
     n: Positive
-    seed: int = DEFAULTS["seed"]
+    seed: int = flag_defaults()["seed"]
     datasets: Annotated[list[Literal[DATASETS]], Field(min_length=1), pydantic.AfterValidator(_unique)]
     lms: Annotated[list[LMEntry], pydantic.BeforeValidator(_entries), Field(min_length=1)]
-    budgets: Annotated[list[Positive], Field(min_length=1), pydantic.AfterValidator(_unique)] = [DEFAULTS["budget"]]
+    budgets: Annotated[list[Positive], Field(min_length=1), pydantic.AfterValidator(_unique)] = [flag_defaults()["budget"]]
     data: dict[Literal[DATASETS], Text] = {}
     run: dict[str, Any] = {}
     methods: Annotated[list[MethodEntry], Field(min_length=1)]
@@ -248,14 +246,15 @@ def _check_unique(key: str, items: list) -> None:
 def _flags(table: dict, label: str) -> dict:
     """A table's eval.run flags by argparse dest (`max-tokens` and `max_tokens` both name --max-tokens),
     as the file writes them; each value is checked as the command line checks its flag."""
-    out = {}
+    out, defaults = {}, flag_defaults()  # every eval.run flag (argparse dest) and its default: the command line's
     for key, value in table.items():
         name = key.replace("-", "_")
         if name in GRID_FLAGS:
             instead = f"; use the grid's `{INSTEAD[name]}`" if name in INSTEAD else ""
             raise RunError(f"{label}: {key!r} is set by the grid{instead}")
-        if name not in DEFAULTS:
-            raise RunError(f"{label}: unknown key {key!r}; eval.run flags: {', '.join(FLAGS)}")
+        if name not in defaults:
+            flags = ", ".join(k for k in defaults if k not in GRID_FLAGS)
+            raise RunError(f"{label}: unknown key {key!r}; eval.run flags: {flags}")
         if name in out:
             raise RunError(f"{label}: {key!r} given twice")
         out[name] = value
@@ -328,7 +327,7 @@ def _key(grid: Grid, flags: dict, given: dict, config: RunConfig) -> str:
         if name in defaults:  # a method option
             if config.options[name] != defaults[name]:  # validated: the method takes it
                 key[name] = config.options[name]
-        elif name not in NOT_IN_KEY and given[name] != DEFAULTS[name]:
+        elif name not in NOT_IN_KEY and given[name] != flag_defaults()[name]:
             key[name] = given[name]
     if grid.paper and config.setting == "corpus":  # load_grid refuses any other corpus: a demo run is never this cell
         key["corpus"] = FULL

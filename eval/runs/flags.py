@@ -1,6 +1,6 @@
 """eval.run's flags: the command line `python -m eval.run` parses, and the keys eval.grid's files name.
 
-The parser below is the one definition of the flags. `RunFlags` is the typed model made from it: a
+The parser below is the one definition of the flags. `RunFlags` (`flags_model()`) is the typed model made from it: a
 field per flag, with the flag's default, checked by the flag's own type and choices (so a grid key
 and a flag cannot drift, and a grid's bad value reads as the command line's error). `run_config`
 turns either into the RunConfig a run starts with."""
@@ -8,6 +8,7 @@ turns either into the RunConfig a run starts with."""
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Mapping
 from functools import partial
 from typing import Annotated
@@ -163,10 +164,24 @@ def _field(action: argparse.Action) -> tuple:
     return Annotated[kind, pydantic.BeforeValidator(partial(_checked, action))], action.default
 
 
-_ACTIONS = [a for a in build_parser()._actions if a.dest != "help" and a.dest not in RESUME_ONLY]
-RunFlags = pydantic.create_model("RunFlags", __config__=pydantic.ConfigDict(extra="forbid", frozen=True),
-                                 **{a.dest: _field(a) for a in _ACTIONS})
-RunFlags.__doc__ = "Every eval.run flag a config is made from (by argparse dest), typed, with the command line's default."
+def flags_model() -> type[pydantic.BaseModel]:
+    """`RunFlags` for the registry as it is now: every eval.run flag a config is made from (by argparse
+    dest), typed, with the command line's default (made again only when a method option is added)."""
+    return _flags_model(tuple(method_options()))
+
+
+@functools.lru_cache(maxsize=4)
+def _flags_model(options: tuple[str, ...]) -> type[pydantic.BaseModel]:
+    actions = [a for a in build_parser()._actions if a.dest != "help" and a.dest not in RESUME_ONLY]
+    model = pydantic.create_model("RunFlags", __config__=pydantic.ConfigDict(extra="forbid", frozen=True),
+                                  **{a.dest: _field(a) for a in actions})
+    model.__doc__ = flags_model.__doc__
+    return model
+
+
+def flag_defaults() -> dict:
+    """Every eval.run flag (argparse dest) with the command line's default."""
+    return flags_model()().model_dump()
 
 
 def lm_config(flags: Mapping) -> LMConfig:
@@ -178,11 +193,11 @@ def lm_config(flags: Mapping) -> LMConfig:
                     request_timeout=flags["request_timeout"], server_args=flags["server_args"] or "")
 
 
-def run_flags(values: Mapping | argparse.Namespace) -> RunFlags:
+def run_flags(values: Mapping | argparse.Namespace) -> pydantic.BaseModel:
     """eval.run's flags (parsed, or a grid cell's by dest) as the typed model; a RunError on a bad one."""
     values = vars(values) if isinstance(values, argparse.Namespace) else values
     try:
-        return RunFlags.model_validate({k: v for k, v in values.items() if k not in RESUME_ONLY})
+        return flags_model().model_validate({k: v for k, v in values.items() if k not in RESUME_ONLY})
     except pydantic.ValidationError as exc:
         error = exc.errors()[0]
         if error["type"] == "extra_forbidden":
@@ -190,12 +205,12 @@ def run_flags(values: Mapping | argparse.Namespace) -> RunFlags:
         raise RunError(error["msg"].removeprefix("Value error, ")) from None  # a flag's own check: it names the flag
 
 
-def run_config(flags: Mapping | argparse.Namespace | RunFlags) -> RunConfig:
+def run_config(flags: Mapping | argparse.Namespace | pydantic.BaseModel) -> RunConfig:
     """The RunConfig eval.run's flags ask for: parsed ones (a Namespace) or a grid cell's (by dest; a
     flag not given takes the command line's default). A RunError on a value the flag does not take
     (its message is the command line's), a method option the method does not take, a --program not
     compiled for this method and options, or a config that fails its own checks."""
-    f = (flags if isinstance(flags, RunFlags) else run_flags(flags)).model_dump()
+    f = (flags if isinstance(flags, pydantic.BaseModel) else run_flags(flags)).model_dump()
     options = options_for(f["method"], f["setting"], {name: f[name] for name in method_options()})
     program = compiled_program(f["program"], f["method"], options) if f["program"] else None
     return RunConfig(method=f["method"], dataset=f["dataset"], setting=f["setting"], budget=f["budget"],

@@ -10,7 +10,7 @@ from eval.files.question_record import QuestionRecord, as_records
 from eval.files.results_file import wall_time
 from eval.scoring.formatting import piped
 from eval.scoring.metrics import aggregate, aggregate_defined
-from programs import names
+from programs.registry import METHODS
 from programs.trajectory_record import Trajectory
 
 
@@ -134,9 +134,10 @@ def episodes(records: list[QuestionRecord]) -> list[tuple[list[dict[str, Any]], 
 
 
 def eir_lists(records: list[QuestionRecord]) -> list[Trajectory]:
-    """The trajectories of EIR records that kept their list-update counts (older EIR records did not)."""
-    return [r.trajectory for r in records
-            if r.trajectory is not None and r.trajectory.method == names.EIR and r.trajectory.list_updates is not None]
+    """The trajectories of records whose method keeps EIR's lists (its registry entry) and that kept their
+    list-update counts (older EIR records did not)."""
+    return [r.trajectory for r in records if r.trajectory is not None and METHODS[r.trajectory.method].keeps_lists
+            and r.trajectory.list_updates is not None]
 
 
 def list_entries(records: list[QuestionRecord]) -> float:
