@@ -27,8 +27,8 @@ Per cell it prints the calls (requests the server answered), wall seconds of `ma
 CPU (getrusage RUSAGE_SELF, user + sys, all threads) split into:
   import   `import eval.run` (and everything it pulls in)
   setup    main's own work before the questions (MLflow run set-up, data, program) and after them
-  loop     eval.runs.lifecycle.run_questions: the questions on the thread pool, then the run's
-           results logged to MLflow (per-question tables, trajectories, the results file)
+  loop     eval.runs.lifecycle's run_questions and score_and_log: the questions on the thread pool, then
+           the run's results logged to MLflow (per-question tables, trajectories, the results file)
 and `loop ms/call` = loop CPU / calls. Across N it also prints the marginal CPU per call,
 (CPU(N2) - CPU(N1)) / (calls(N2) - calls(N1)) over the whole process, which needs no split.
 Profiles: --profile DIR writes a cProfile (thread CPU time) of every thread of the loop, merged;
@@ -125,24 +125,27 @@ def cell(args: argparse.Namespace) -> None:
     import eval.runs.lifecycle as lifecycle
 
     c_import = cpu_s() - c0
-    loop = {}
-    real = lifecycle.run_questions
-    profiler = None
+    loop = {"cpu": 0.0, "wall": 0.0}
+    profiler = Profile() if args.profile else None
 
-    def timed(*a, **kw):  # the question loop and the results logging after it
-        nonlocal profiler
-        l0, w0 = cpu_s(), time.perf_counter()
-        if args.profile:
-            profiler = Profile()
-            profiler.start()
-        try:
-            return real(*a, **kw)
-        finally:
+    def timed(real):  # the question loop and the results logging after it, summed over the two steps
+        def measured(*a, **kw):
+            l0, w0 = cpu_s(), time.perf_counter()
             if profiler:
-                profiler.stop()
-            loop.update(cpu=cpu_s() - l0, wall=time.perf_counter() - w0)
+                profiler.start()
+            try:
+                return real(*a, **kw)
+            finally:
+                if profiler:
+                    profiler.stop()
+                loop["cpu"] += cpu_s() - l0
+                loop["wall"] += time.perf_counter() - w0
+        return measured
 
-    lifecycle.run_questions = timed
+    # run_questions, then score_and_log; a checkout from before issue 44 did both in run_questions.
+    for step in ("run_questions", "score_and_log"):
+        if hasattr(lifecycle, step):
+            setattr(lifecycle, step, timed(getattr(lifecycle, step)))
     if args.route == "native":
         send_api_calls_to(args.url)
     route = ["--api-base", args.url] if args.route == "litellm" else []
@@ -159,7 +162,7 @@ def cell(args: argparse.Namespace) -> None:
     print(json.dumps({
         "method": args.method, "n": len(records), "ledger_calls": sum(r["calls"] for r in records),
         "failed": sum(r["error"] is not None for r in records),
-        "import_cpu": c_import, "main_cpu": c_main, "loop_cpu": loop.get("cpu", 0.0), "loop_wall": loop.get("wall", 0.0),
+        "import_cpu": c_import, "main_cpu": c_main, "loop_cpu": loop["cpu"], "loop_wall": loop["wall"],
         "main_wall": wall, "process_cpu": cpu_s(), "process_wall": time.perf_counter() - t0,
     }), flush=True)
 

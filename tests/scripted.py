@@ -55,10 +55,10 @@ def scripted_lm(replies, cache: bool = False, model: str = "local/scripted") -> 
 
 def use_lm(monkeypatch, replies) -> dspy.LM:
     """Every eval.run in the test runs on this scripted LM, whatever its --lm names; returns the LM."""
-    import eval.runs.lifecycle as lifecycle  # here, not above: most tests that script an LM never run eval.run
+    import eval.runs.prepare as prepare  # here, not above: most tests that script an LM never run eval.run
 
     lm = scripted_lm(replies)
-    monkeypatch.setattr(lifecycle, "build_lm", lambda spec: lm)
+    monkeypatch.setattr(prepare, "build_lm", lambda spec: lm)
     return lm
 
 

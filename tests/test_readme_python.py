@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import eir_dspy.lm as lm_module
-import eval.runs.lifecycle as lifecycle
+import eval.runs.prepare as prepare
 from tests.fixtures.scripted_runs import QUESTIONS, reply, write_data
 from tests.scripted import scripted_lm
 
@@ -29,7 +29,7 @@ def test_the_from_python_block_runs_and_its_records_are_scored(tmp_path, monkeyp
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(lm_module, "build_lm", lambda spec: scripted_lm(reply))  # the block's own import
-    monkeypatch.setattr(lifecycle, "build_lm", lambda spec: scripted_lm(reply))  # eval.run's
+    monkeypatch.setattr(prepare, "build_lm", lambda spec: scripted_lm(reply))  # eval.run's
     data = write_data(tmp_path / "dev.jsonl")
     namespace: dict = {}
     exec(from_python_block().replace(DATA, str(data)), namespace)  # noqa: S102 - the documentation's own code

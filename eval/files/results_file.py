@@ -40,7 +40,31 @@ class ResultsFileError(ValueError):
 
 
 class RunBusy(RuntimeError):
-    """Another process holds the run's lock: it is running the run now."""
+    """Another process holds the run's lock: it is running the run now. `holder`: what the lock file
+    says, the pid of the process that took the lock ("" when it has not written it yet); `lock`: the file."""
+
+    def __init__(self, run_id: str, holder: str, lock: Path) -> None:
+        self.run_id, self.holder, self.lock = run_id, holder, lock
+        super().__init__(f"run {run_id} is already running in another process "
+                         f"(pid {holder or 'unknown'}, holding {lock})")
+
+    @property
+    def pid(self) -> int | None:
+        return int(self.holder) if self.holder.isdigit() and 0 < int(self.holder) < 2**31 else None
+
+    @property
+    def holder_alive(self) -> bool | None:
+        """Whether the process the lock file names is alive (None: it names none). A dead one's lock
+        can still be held, by a process that inherited it (a fork)."""
+        if self.pid is None:
+            return None
+        try:
+            os.kill(self.pid, 0)  # signal 0: only asks whether the process exists
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # it exists, as another user's
+            return True
+        return True
 
 
 def describe_bad_lines(where: str, bad: list[BadLine]) -> str:
@@ -181,8 +205,7 @@ class ResultsFile:
         except BlockingIOError:
             holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
             os.close(fd)
-            raise RunBusy(f"run {run_id} is already running in another process "
-                          f"(pid {holder or 'unknown'}, holding {path})") from None
+            raise RunBusy(run_id, holder, path) from None
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -11,3 +11,12 @@ class RunError(Exception):
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a run's questions: the finished ones are saved and its run ended KILLED, and the
     way to continue was printed. `python -m eval.run` exits 130; eval.grid stops starting cells."""
+
+
+class RunFailed(RunError):
+    """The run's questions failed (every one, the first ones alike, or the engine died): its MLflow run
+    ends FAILED with `reason` in its eir.failure tag; the message adds how to run it again."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason

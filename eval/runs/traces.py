@@ -8,7 +8,8 @@ GenAI evaluation".
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import dspy
 import mlflow
@@ -95,3 +96,16 @@ def expectations(q: Question) -> dict:
 def flush() -> None:
     """Write every pending trace before the run reports (MLflow exports traces asynchronously)."""
     mlflow.flush_trace_async_logging()
+
+
+@contextmanager
+def flushed(trace: bool) -> Iterator[None]:
+    """For a traced run (`trace`), write its pending traces and turn autolog off when the block ends,
+    however it ends: autolog is process-wide, and the next run in this process (an eval.grid cell)
+    starts untraced."""
+    try:
+        yield
+    finally:
+        if trace:
+            flush()
+            use_autolog(False)

@@ -197,7 +197,7 @@ def saved_config(run_id: str) -> RunConfig:
 
 
 def start_run(config: RunConfig, resume_id: str | None, out_root: str, tags: dict | None = None) -> str:
-    """Start (or reopen, to resume) a method run; it stays active until `end_run_if_active`.
+    """Start (or reopen, to resume) a method run; it stays active until eval.runs.lifecycle.ending ends it.
     `tags` are set as the run is created, so a run killed at once is still found by them.
     System metrics (CPU, memory, disk, network: `system/*`) are sampled every 10 s (MLflow's default;
     $MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL sets another) by a thread that `mlflow.end_run` stops

@@ -16,7 +16,7 @@ import eval.compile.__main__ as compile_main
 import eval.compile.lm as compile_lm
 import eval.compile.splits as splits
 import eval.run as run_module
-import eval.runs.lifecycle as lifecycle
+import eval.runs.prepare as prepare
 from eir_dspy.lm import DecodingAdapter
 from eval.compile.feedback import FeedbackMetric
 from eval.compile.metric import Metric, example_of
@@ -288,7 +288,7 @@ def test_eval_run_program_runs_it_under_its_own_variant_and_compare_pairs_it(boo
     work = bootstrapped["work"]
     monkeypatch.setenv("MLFLOW_TRACKING_URI", work.uri)
     lm = scripted_lm(reply)
-    monkeypatch.setattr(lifecycle, "build_lm", lambda spec: lm)
+    monkeypatch.setattr(prepare, "build_lm", lambda spec: lm)
     common = ["--data", str(work.dev), "--limit", "2", "--experiment", "compile-test", "--out", str(work.root / "runs")]
     zero = run_module.main(common)
     compiled = run_module.main([*common, "--program", bootstrapped["path"]])

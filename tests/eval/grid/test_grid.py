@@ -14,7 +14,7 @@ import eval.compare.comparison as comparison
 import eval.grid as grid_module
 import eval.grid.__main__ as grid_command
 import eval.grid.runner as runner
-import eval.runs.lifecycle as lifecycle
+import eval.runs.prepare as prepare
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.runs import tracking
 from eval.runs.logged_runs import select_runs
@@ -291,7 +291,7 @@ def test_a_missing_data_file_stops_the_grid_before_any_cell(workdir, monkeypatch
 
 
 def test_dry_run_lists_cells_and_call_bounds_and_runs_nothing(workdir, monkeypatch, capsys):
-    monkeypatch.setattr(lifecycle, "build_lm", lambda spec: pytest.fail("a dry run built an LM"))
+    monkeypatch.setattr(prepare, "build_lm", lambda spec: pytest.fail("a dry run built an LM"))
     out = grid_command.main(["grid.toml", "--dry-run"])
     expected = N * (max_calls("eir", 2) + max_calls("eir", 6) + max_calls("full_pool", 6))
     assert expected == 3 * (4 + 8 + 1) == out["calls"] == out["todo_calls"]

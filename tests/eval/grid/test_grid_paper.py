@@ -9,7 +9,7 @@ import pytest
 
 import eval.grid as grid_module
 import eval.grid.__main__ as grid_command
-import eval.runs.lifecycle as lifecycle
+import eval.runs.prepare as prepare
 from eval.data.corpus import BUILD_FULL_INDEX, FULL_CORPUS_MIN_PARAGRAPHS, build_default_index
 from tests.fake_openai import eir_reply
 from tests.fixtures.grids import GRID, write_full_index, write_questions
@@ -38,7 +38,7 @@ def test_the_paper_corpus_grid_refuses_to_load_without_an_index(workdir, monkeyp
     assert BUILD_FULL_INDEX in message  # how to build it
     assert "EIR_INDEX_DIR=" in message and '`index = "runs/corpus/enwiki-index"` under [run]' in message  # how to name it
 
-    monkeypatch.setattr(lifecycle, "build_lm", lambda spec: pytest.fail("a refused grid built an LM"))
+    monkeypatch.setattr(prepare, "build_lm", lambda spec: pytest.fail("a refused grid built an LM"))
     with pytest.raises(SystemExit) as exc:
         grid_command.main([str(PAPER_CORPUS), "--dry-run"])
     assert str(exc.value.code) == f"error: {message}"
@@ -103,7 +103,7 @@ PAPER_GRID = "paper = true\n" + GRID.replace("n = 3\n", "n = 5\n")  # 5 asked, t
 
 def test_a_paper_grid_with_fewer_questions_than_n_stops_before_any_cell(workdir, monkeypatch, capsys):
     (workdir / "grid.toml").write_text(PAPER_GRID)
-    monkeypatch.setattr(lifecycle, "build_lm", lambda spec: pytest.fail("a refused grid built an LM"))
+    monkeypatch.setattr(prepare, "build_lm", lambda spec: pytest.fail("a refused grid built an LM"))
     short = f"n = 5, but hotpotqa's file {workdir / 'data.jsonl'} holds 3 questions"
     with pytest.raises(SystemExit) as exc:
         grid_command.main(["grid.toml"])

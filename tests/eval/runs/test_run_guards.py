@@ -163,13 +163,45 @@ def test_a_resume_is_refused_while_another_process_holds_the_run(workdir, monkey
             run_module.main(["--resume", run_id])
     assert str(refused.value.code) == (
         f"error: run {run_id} is already running in another process (pid {os.getpid()}, holding "
-        f"{lock.relative_to(workdir)}). Two processes must not run one run's questions; wait for it to finish "
-        "(or stop it), then resume.")
+        f"{lock.relative_to(workdir)}): that process is running it now, and MLflow shows it KILLED; nothing was "
+        "changed. Two processes must not run one run's questions; wait for it to finish (or stop it), then resume.")
     assert path.read_text() == before and mlflow.get_run(run_id).info.status == "KILLED"
     # A lock file left by a process that died (its pid inside, no one holding it) does not block.
     lock.write_text("999999999\n")
     out = run_module.main(["--resume", run_id])
     assert out["metrics"]["n"] == 3 and lock.read_text() == f"{os.getpid()}\n"
+
+
+def test_a_refused_resume_says_the_run_is_running_and_leaves_it_running(workdir, monkeypatch):
+    run_id, path = killed_run(workdir, monkeypatch)
+    client = mlflow.MlflowClient()
+    client.update_run(run_id, status="RUNNING")  # as MLflow shows a run while its process runs it
+    with ResultsFile(path).hold(run_id):
+        with pytest.raises(SystemExit) as refused:
+            run_module.main(["--resume", run_id])
+    message = str(refused.value.code)
+    assert f"(pid {os.getpid()}, holding " in message
+    assert "that process is running it now, and MLflow shows it RUNNING; nothing was changed" in message
+    assert mlflow.get_run(run_id).info.status == "RUNNING"
+
+
+def test_a_refused_resume_says_when_the_process_the_lock_names_was_killed(workdir, monkeypatch):
+    # The process that took the lock is gone (killed, its run left RUNNING), but one it started (a
+    # fork, which inherits the lock) still holds it: the resume is refused, saying so.
+    run_id, path = killed_run(workdir, monkeypatch)
+    client = mlflow.MlflowClient()
+    client.update_run(run_id, status="RUNNING")
+    lock = path.with_name(LOCK_NAME)
+    with ResultsFile(path).hold(run_id):
+        lock.write_text("999999999\n")  # no such process
+        with pytest.raises(SystemExit) as refused:
+            run_module.main(["--resume", run_id])
+    where = lock.relative_to(workdir)
+    assert str(refused.value.code) == (
+        f"error: run {run_id}'s lock ({where}) is held, but pid 999999999, the process that took it, is gone: it "
+        "was killed, and MLflow shows the run RUNNING. A process it started still holds the lock "
+        f"(`fuser -v {where}` names it); stop that process, then resume. Nothing was changed.")
+    assert mlflow.get_run(run_id).info.status == "RUNNING"
 
 
 def test_a_resume_continues_the_run_in_its_own_experiment(workdir, monkeypatch, capsys):
@@ -208,6 +240,7 @@ def test_a_second_resume_is_refused_while_the_first_runs_and_the_first_finishes(
     assert first.returncode == 0, err
     assert str(refused.value.code).startswith(
         f"error: run {run_id} is already running in another process (pid {first.pid}, holding ")
+    assert "that process is running it now, and MLflow shows it RUNNING" in str(refused.value.code)
     after = records_in(path)
     assert sorted(r["id"] for r in after[failed:]) == [f"q{i}" for i in range(n)]  # each question ran once
     assert len(fake.requests) == failed + 3 * n  # 3 failed calls, then 3 calls a question: none ran twice

@@ -7,6 +7,7 @@ import pytest
 
 import eval.run as run_module
 import eval.summary as summary
+from eval.data.loaders import load_questions
 from tests.fixtures.scripted_runs import (
     ARGS,
     QUESTIONS,
@@ -15,7 +16,7 @@ from tests.fixtures.scripted_runs import (
     fill_workdir,  # noqa: F401 (the files the workdir fixture writes here)
     reply,
 )
-from tests.scripted import use_lm
+from tests.scripted import field, use_lm
 
 
 def test_run_logs_params_metrics_and_per_question_table(workdir, monkeypatch):
@@ -116,6 +117,33 @@ def test_reflexion_logs_oracle_and_first_trial_as_two_runs(workdir, monkeypatch)
     again = mlflow.search_runs(experiment_names=["test"], filter_string=f"tags.`eir.variant_of` = '{out['run_id']}'",
                                output_format="list")
     assert [r.info.run_id for r in again] == [first.info.run_id]  # re-logged, not duplicated
+
+
+def test_reflexion_logs_both_runs_when_its_first_question_fails(workdir, monkeypatch):
+    # The first question (in run order) fails outright, so its record has no variants; the pair of
+    # runs comes from the method's registry entry, not from that record.
+    first = load_questions("hotpotqa", str(workdir / "data.jsonl"), limit=3, seed=0)[0]
+
+    def broken_on_the_first(prompt):
+        if field(prompt, "question") == first.question:
+            raise RuntimeError("provider exploded")
+        return direct_reply(prompt)
+
+    use_lm(monkeypatch, broken_on_the_first)
+    out = run_module.main(ARGS + ["--method", "reflexion", "--trials", "2"])
+    assert out["records"][0]["id"] == first.id and out["records"][0]["variants"] == {}
+    runs = {r.data.tags["method"]: r for r in mlflow.search_runs(experiment_names=["test"], output_format="list")}
+    assert set(runs) == {"reflexion_oracle", "reflexion_first"}
+    assert runs["reflexion_first"].data.tags["eir.variant_of"] == out["run_id"]
+    for name, run in runs.items():
+        assert run.info.status == "FINISHED"
+        assert run.data.metrics["n"] == 3 and run.data.metrics["failed_questions"] == 1
+        path = "results.jsonl" if name == "reflexion_oracle" else "reflexion_first.jsonl"
+        lines = [json.loads(line) for line in open(mlflow.artifacts.download_artifacts(
+            run_id=run.info.run_id, artifact_path=path)).read().splitlines()]
+        failed = next(r for r in lines if r["id"] == first.id)
+        assert "provider exploded" in failed["error"]  # the failed question scores 0 in both
+        assert failed["em"] == failed["answer_f1"] == failed["support_f1"] == 0.0
 
 
 def test_ssr_options_are_logged_only_for_ssr(workdir, monkeypatch):
