@@ -3,7 +3,6 @@ with errors that name the option and the method, its variants are the ones its p
 and `run` gives the harness a MethodResult and nothing else."""
 
 import inspect
-import typing
 
 import dspy
 import pytest
@@ -16,7 +15,6 @@ from programs.options import OptionsError
 from programs.registry import CORPUS_METHODS, METHODS, method_named, method_of
 from programs.result import MethodResult
 from programs.setting import SETTINGS
-from programs.trajectory_record import Method as TrajectoryMethod
 from tests.fixtures.pool import POOL, Q
 from tests.scripted import scripted_lm
 
@@ -27,7 +25,6 @@ def test_every_method_has_one_entry_and_every_program_one_method():
     assert list(METHODS) == [names.EIR, names.DIRECT, names.FULL_POOL, names.SSR, names.REFLEXION]
     assert {m.program for m in METHODS.values()} == {EIR, Direct, FullPool, SSR, Reflexion}
     assert all(name == m.name for name, m in METHODS.items())
-    assert set(typing.get_args(TrajectoryMethod)) == set(METHODS)
     assert CORPUS_METHODS == (names.EIR, names.DIRECT, names.SSR, names.REFLEXION)
     for m in METHODS.values():
         assert m.acceptance in ACCEPTANCES and set(m.settings) <= set(SETTINGS)
