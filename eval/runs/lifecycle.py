@@ -96,7 +96,7 @@ def _run(config: RunConfig | None, held: ExitStack, uri: str, *, experiment: str
     dspy.configure(lm=lm, adapter=DecodingAdapter(config.lm.decoding))
     traces.use_autolog(trace)  # off for a run that did not ask, whatever an earlier run in this process did
     method = METHODS[config.method]
-    program = method.build(config.budget, config.options)
+    program = method.build(config.budget, config.options, config.run_context)
     if config.program:
         load_compiled(program, config)
     config = config.with_label(method.main_label)
@@ -262,8 +262,7 @@ def run_questions(program, lm, questions, corpus, config: RunConfig, run_id: str
     part_started = time.time()
 
     def run_one(q):
-        with dspy.context(futile_searches=config.futile_searches):  # read by programs/setting.py
-            record = run_question(program, lm, q, corpus)
+        record = run_question(program, lm, q, corpus)
         record.update(part_started_at=part_started, finished_at=time.time(), run_id=run_id)
         if config.served_by:  # on the question's record and on each further result from the same calls
             for each in (record, *(record.get("variants") or {}).values()):
