@@ -19,11 +19,12 @@ from collections import defaultdict
 
 import dspy
 
-from eir_dspy.lm import DecodingAdapter, LMSpec, build_lm
+from eir_dspy.lm import LMSpec, build_lm
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.data.loaders import load_questions
 from eval.runs.execute import run_question
 from programs.registry import METHODS
+from programs.run_context import RunContext
 
 FIELDS = ("requirement_updates", "conclusion_updates", "action", "answer", "citations")
 
@@ -65,10 +66,11 @@ def main() -> None:
     p.add_argument("--n", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
-    lm = build_lm(LMSpec(args.lm, decoding="schema", slots=args.threads))
+    spec = LMSpec(args.lm, decoding="schema", slots=args.threads)
+    lm = build_lm(spec)
     engine = lm.engine
-    dspy.configure(lm=lm, adapter=DecodingAdapter("schema"))
-    program = METHODS["eir"].build(6)
+    dspy.configure(lm=lm)
+    program = METHODS["eir"].build(6, context=RunContext.for_lm(lm, spec))
     questions = load_questions("hotpotqa", None, limit=args.n, seed=0)
     engine.trace = []
     totals: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))

@@ -19,11 +19,12 @@ from collections import defaultdict
 
 import dspy
 
-from eir_dspy.lm import DECODINGS, DecodingAdapter, LMSpec, build_lm
+from eir_dspy.lm import DECODINGS, LMSpec, build_lm
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.data.loaders import load_questions
 from eval.runs.execute import run_question
 from programs.registry import METHODS
+from programs.run_context import RunContext
 
 COLUMNS = ("calls", "prompt_tokens", "prompt_evaluated", "prompt_cached", "generated", "seconds", "prompt_s",
            "generate_s", "other_s")
@@ -37,10 +38,11 @@ def main() -> None:
     p.add_argument("--decoding", default="strict", choices=DECODINGS)
     p.add_argument("--json", default=None, help="also write the per-call rows here")
     args = p.parse_args()
-    lm = build_lm(LMSpec(args.lm, decoding=args.decoding, slots=1))  # its trace has the server's timings
+    spec = LMSpec(args.lm, decoding=args.decoding, slots=1)
+    lm = build_lm(spec)  # its trace has the server's timings
     engine = lm.engine
-    dspy.configure(lm=lm, adapter=DecodingAdapter(args.decoding))
-    program = METHODS[args.method].build(6)
+    dspy.configure(lm=lm)
+    program = METHODS[args.method].build(6, context=RunContext.for_lm(lm, spec))
     questions = load_questions("hotpotqa", None, limit=args.n, seed=0)
     rows, per_question = [], []
     for q in questions:

@@ -21,11 +21,12 @@ import urllib.request
 
 import dspy
 
-from eir_dspy.lm import DecodingAdapter, LMSpec, build_lm
+from eir_dspy.lm import LMSpec, build_lm
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.data.loaders import load_questions
 from eval.runs.execute import run_question
 from programs.registry import METHODS
+from programs.run_context import RunContext
 
 
 def replay(url: str, request: dict, grammar: bool) -> dict:
@@ -47,10 +48,11 @@ def main() -> None:
     p.add_argument("--lm", default=DEFAULT_MODEL)
     p.add_argument("--n", type=int, default=1)
     args = p.parse_args()
-    lm = build_lm(LMSpec(args.lm, decoding="schema", slots=1))
+    spec = LMSpec(args.lm, decoding="schema", slots=1)
+    lm = build_lm(spec)
     engine = lm.engine
-    dspy.configure(lm=lm, adapter=DecodingAdapter("schema"))
-    program = METHODS["eir"].build(6)
+    dspy.configure(lm=lm)
+    program = METHODS["eir"].build(6, context=RunContext.for_lm(lm, spec))
     engine.trace = []
     t0 = time.perf_counter()
     for q in load_questions("hotpotqa", None, limit=args.n, seed=0):

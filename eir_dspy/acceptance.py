@@ -21,10 +21,11 @@ JSON decoder; one that is not is mended by json_repair only when it could be an 
 hostile structure), else the output is refused as `not_json` with the reason, a rejected turn like
 any unusable output (benchmarks/parse_scaling.py measures both).
 
-A method declares its rule as the class attribute `acceptance` of its dspy.Module. The adapter
-(eir_dspy/lm/decoding.py) reads it from the modules DSPy records as calling the predictor, the
-outermost that declares one, so a method's nested calls (EIR's final answer, Reflexion's
-reflection, SSR's verifiers) follow the method. With no method declaring one: `extract`.
+A method declares its rule as the class attribute `acceptance` of its dspy.Module. The program
+gives it to the adapter it builds (`DecodingAdapter(decoding, acceptance=...)`,
+eir_dspy/lm/decoding.py; programs/method_program.py) and runs its forward under that adapter, so a
+method's nested calls (EIR's final answer, Reflexion's reflection, SSR's verifiers) follow the
+method. An adapter given no rule: `extract`.
 A refused output goes the one unusable-output path (eir_dspy/accounting/unusable.py) with its cause.
 """
 
@@ -33,7 +34,6 @@ from __future__ import annotations
 import json
 import re
 
-import dspy
 import json_repair
 
 from eir_dspy.rejection import NOT_JSON_ONLY
@@ -62,16 +62,6 @@ FENCE_READING_TEXT = {
     FENCE_STRIPPED: "an output that is exactly one code fence (```json or ```) around the JSON object alone is "
                     "read as that object"}
 _FENCE = re.compile(r"\A```[ \t]*(?:json)?[ \t]*\n(.*)\n[ \t]*```\Z", re.DOTALL | re.IGNORECASE)
-
-
-def current_acceptance() -> str:
-    """The rule of the outermost calling module that declares one (tests/eir_dspy/test_acceptance.py checks
-    every method declares one of ACCEPTANCES), else EXTRACT."""
-    for module in dspy.settings.caller_modules or ():
-        rule = getattr(module, "acceptance", None)
-        if rule is not None:
-            return rule
-    return EXTRACT
 
 
 def json_only_problem(completion: str, fences: str = DEFAULT_FENCE_READING) -> tuple[str, str] | None:

@@ -20,10 +20,12 @@ from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import run_episode
 from eir_dspy.paragraphs import Paragraph
 from programs import names
+from programs.method_program import MethodProgram
 from programs.options import Options
 from programs.react import DirectPolicy, episode_result, episode_trajectory
 from programs.result import MethodResult
-from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
+from programs.run_context import RunContext
+from programs.setting import CORPUS, DEFAULT_BUDGET, POOL, most_turns, new_environment, turn_limit
 from programs.token_bound import PoolTokens, Prompts, TokenBound, echo, turn_texts
 from programs.trajectory_record import Trajectory
 from signatures import DirectSearchTurn, DirectTurn
@@ -51,11 +53,12 @@ def max_tokens(budget: int, setting: str, options: Options, pool: PoolTokens, ca
     return TokenBound(prompt, max_calls(budget, setting, options) * cap)
 
 
-class Direct(dspy.Module):
+class Direct(MethodProgram):
     acceptance = JSON_ONLY  # the paper: Direct requires JSON only (eir_dspy/acceptance.py)
 
-    def __init__(self, budget: int = 6) -> None:
-        super().__init__()
+    def __init__(self, budget: int = DEFAULT_BUDGET, context: RunContext | None = None) -> None:
+        """`context`: the run's (programs/run_context.py)."""
+        super().__init__(context)
         self.budget = budget
         self.turn = dspy.Predict(DirectTurn)
         self.search_turn = dspy.Predict(DirectSearchTurn)
@@ -63,8 +66,9 @@ class Direct(dspy.Module):
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
                 corpus: CorpusIndex | None = None) -> MethodResult:
-        env = new_environment(paragraphs, corpus)
-        episode = run_episode(question, env, DirectPolicy(self.turns[env.setting]), self.budget,
-                              max_turns=turn_limit(corpus, self.budget))
+        env = new_environment(paragraphs, corpus, futile_searches=self.context.futile_searches)
+        policy = DirectPolicy(self.turns[env.setting], strict=self.context.strict)
+        with dspy.context(adapter=self.adapter):  # every call by Direct's rule
+            episode = run_episode(question, env, policy, self.budget, max_turns=turn_limit(corpus, self.budget))
         trajectory = Trajectory(method=names.DIRECT, **episode_trajectory(episode))
         return MethodResult(**episode_result(episode), trajectory=trajectory)

@@ -17,9 +17,11 @@ from eir_dspy.state import DISCARD, INVALID_UPDATE_RULES, AgentLists, paper_inva
 from programs import names
 from programs.eir_policy import ABLATIONS, HIDDEN_LISTS, INVALID_UPDATES_TEXT, EIRPolicy
 from programs.eir_repair import MAX_REPAIRS_PER_TURN, RepairingPolicy
+from programs.method_program import MethodProgram
 from programs.options import BARE, UNLESS_DEFAULT, Options, option
 from programs.result import MethodResult
-from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
+from programs.run_context import RunContext
+from programs.setting import CORPUS, DEFAULT_BUDGET, POOL, most_turns, new_environment, turn_limit
 from programs.token_bound import PoolTokens, Prompts, TokenBound, echo, text_tokens, turn_texts
 from programs.trajectory_record import Trajectory
 from signatures import EIRSearchTurn, EIRTurn, FinalAnswer
@@ -31,15 +33,19 @@ class AnswerFromEvidence(dspy.Module):
     """The final answer call, shared with Full Pool and the recovery experiments.
 
     Its only inputs are the question and evidence sentences. This is the boundary of EIR:
-    nothing from the trajectory (lists, submitted answer, reasoning) can be passed in."""
+    nothing from the trajectory (lists, submitted answer, reasoning) can be passed in.
 
-    def __init__(self) -> None:
+    A nested module: `context` is the program's that holds it (its strict grammar follows it), and
+    its call runs under that program's adapter, so it accepts by that method's rule."""
+
+    def __init__(self, context: RunContext | None = None) -> None:
         super().__init__()
+        self.context = context if context is not None else RunContext()
         self.predict = dspy.Predict(FinalAnswer)
 
     def forward(self, question: str, evidence: str, titles: list[str]) -> dspy.Prediction:
         """`evidence` is rendered sentences; `titles` the paragraphs they come from (for decoding only)."""
-        config = grammar_config("final_answer", lambda: final_answer_schema(titles))
+        config = grammar_config("final_answer", lambda: final_answer_schema(titles), strict=self.context.strict)
         out = lm_call("final", self.predict, question=question, evidence=evidence, config=config, on_unusable=None)
         if out is None:  # an answer that cannot be read scores as no answer
             return dspy.Prediction(answer="", citations=[], parsed=False)
@@ -152,13 +158,14 @@ def max_tokens(budget: int, setting: str, options: EIROptions, pool: PoolTokens,
     return TokenBound(prompt, max_calls(budget, setting, options) * cap)
 
 
-class EIR(dspy.Module):
+class EIR(MethodProgram):
     acceptance = EXTRACT  # the paper: EIR can extract its action from surrounding prose
 
-    def __init__(self, budget: int = 6, ablation: str = "none", invalid_updates: str | None = None) -> None:
+    def __init__(self, budget: int = DEFAULT_BUDGET, ablation: str = "none", invalid_updates: str | None = None,
+                 context: RunContext | None = None) -> None:
         """The options: EIROptions (None for `invalid_updates` takes the paper's rule for the setting
-        each question runs in)."""
-        super().__init__()
+        each question runs in). `context`: the run's (programs/run_context.py)."""
+        super().__init__(context)
         EIROptions(ablation, invalid_updates)  # checked
         self.budget = budget
         self.ablation = ablation
@@ -169,7 +176,7 @@ class EIR(dspy.Module):
         if repairs:
             self.repair = dspy.Predict(RepairConclusion)
             self.refresh = dspy.Predict(RefreshRequirements)
-        self.answer = AnswerFromEvidence()
+        self.answer = AnswerFromEvidence(self.context)
         self.turns = {POOL: self.turn, CORPUS: self.search_turn}  # the turn each setting takes
 
     def policy(self, setting: str) -> EIRPolicy:
@@ -178,17 +185,20 @@ class EIR(dspy.Module):
         rule = self.invalid_updates or paper_invalid_updates(setting)
         if self.ablation.startswith("repair"):
             return RepairingPolicy(turn, self.repair, self.refresh, apply_repairs=self.ablation == "repair",
-                                   invalid_updates=rule)
-        return EIRPolicy(turn, show_lists=self.ablation != "no-list-feedback", invalid_updates=rule)
+                                   invalid_updates=rule, strict=self.context.strict)
+        return EIRPolicy(turn, show_lists=self.ablation != "no-list-feedback", invalid_updates=rule,
+                         strict=self.context.strict)
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
                 corpus: CorpusIndex | None = None) -> MethodResult:
-        env = new_environment(paragraphs, corpus)
+        env = new_environment(paragraphs, corpus, futile_searches=self.context.futile_searches)
         policy = self.policy(env.setting)
-        # Pool: H reads plus one more decision. Corpus: 12 turns; if none submits, EIR still answers.
-        episode = run_episode(question, env, policy, self.budget, max_turns=turn_limit(corpus, None))
-        # The boundary: only the question and the evidence sentences cross into the final call.
-        final = self.answer(question=question, evidence=episode.evidence.render(), titles=list(episode.evidence.titles))
+        with dspy.context(adapter=self.adapter):  # every call, the final one too, by EIR's rule
+            # Pool: H reads plus one more decision. Corpus: 12 turns; if none submits, EIR still answers.
+            episode = run_episode(question, env, policy, self.budget, max_turns=turn_limit(corpus, None))
+            # The boundary: only the question and the evidence sentences cross into the final call.
+            final = self.answer(question=question, evidence=episode.evidence.render(),
+                                titles=list(episode.evidence.titles))
         return MethodResult(
             answer=final.answer,
             citations=final.citations,

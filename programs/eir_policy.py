@@ -49,12 +49,15 @@ TURN_SCHEMAS = {POOL: _pool_turn_schema, CORPUS: _corpus_turn_schema}
 class EIRPolicy:
     """EIR's turn. `show_lists=False` is the list-feedback control (E.2): the updates are proposed,
     validated and kept (or discarded, or rejecting the turn) exactly as in EIR, but no later prompt
-    shows the lists or what was wrong with them: the next result says only that they were invalid."""
+    shows the lists or what was wrong with them: the next result says only that they were invalid.
+    `strict`: the program decodes under strict grammars (its run context, programs/run_context.py)."""
 
-    def __init__(self, predict: dspy.Predict, show_lists: bool = True, invalid_updates: str = DISCARD) -> None:
+    def __init__(self, predict: dspy.Predict, show_lists: bool = True, invalid_updates: str = DISCARD, *,
+                 strict: bool) -> None:
         if invalid_updates not in INVALID_UPDATE_RULES:
             raise ValueError(f"invalid_updates must be one of {', '.join(INVALID_UPDATE_RULES)}; got {invalid_updates!r}")
         self.predict = predict
+        self.strict = strict
         self.show_lists = show_lists
         self.invalid_updates_rule = invalid_updates
         self.lists = AgentLists()
@@ -76,7 +79,7 @@ class EIRPolicy:
             requirements=self.lists.render_requirements() if self.shows_lists(episode) else HIDDEN_LISTS,
             conclusions=self.lists.render_conclusions() if self.shows_lists(episode) else HIDDEN_LISTS,
             last_result=episode.last_feedback,
-            config=grammar_config("eir_turn", lambda: schema(episode, self.dependency_ids)),
+            config=grammar_config("eir_turn", lambda: schema(episode, self.dependency_ids), strict=self.strict),
         )
         payload = (out.requirement_updates, out.conclusion_updates)
         problem = self.invalid_updates(payload, episode)

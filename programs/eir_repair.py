@@ -26,8 +26,8 @@ MAX_REPAIRS_PER_TURN = 4  # a long chain of dependents costs at most this many r
 
 class RepairingPolicy(EIRPolicy):
     def __init__(self, predict: dspy.Predict, repair: dspy.Predict, refresh: dspy.Predict, apply_repairs: bool,
-                 invalid_updates: str = "discard") -> None:
-        super().__init__(predict, invalid_updates=invalid_updates)
+                 invalid_updates: str = "discard", *, strict: bool) -> None:
+        super().__init__(predict, invalid_updates=invalid_updates, strict=strict)
         self.repair, self.refresh, self.apply_repairs = repair, refresh, apply_repairs
         # Per episode: repair calls made, revisions valid (applied only under `repair`), invalid or
         # unusable ones, refresh calls, and refreshes whose requirement updates were valid.
@@ -68,7 +68,7 @@ class RepairingPolicy(EIRPolicy):
                       question=episode.question, evidence=episode.evidence.render(),
                       conclusions=self.lists.render_conclusions(), changed=what_changed,
                       conclusion=self.lists.render_one(cid),
-                      config=grammar_config("repair", lambda: repair_schema(read, others)))
+                      config=grammar_config("repair", lambda: repair_schema(read, others), strict=self.strict))
         if out is None:
             self.repairs["invalid"] += 1
             return
@@ -85,7 +85,7 @@ class RepairingPolicy(EIRPolicy):
         out = lm_call("refresh", self.refresh, on_unusable=None,
                       question=episode.question, requirements=self.lists.render_requirements(),
                       conclusions=self.lists.render_conclusions(),
-                      config=grammar_config("refresh", refresh_schema))
+                      config=grammar_config("refresh", refresh_schema, strict=self.strict))
         if out is None:
             return
         problems = self.lists.check(out.requirement_updates, [], episode.evidence)

@@ -16,32 +16,43 @@ from __future__ import annotations
 
 import dspy
 
+from eir_dspy.acceptance import EXTRACT
 from eir_dspy.accounting import lm_call
 from eir_dspy.environment import match_title
 from eir_dspy.evidence import EvidenceStore
 from eir_dspy.paragraphs import Paragraph
 from programs.eir import AnswerFromEvidence
+from programs.method_program import MethodProgram
+from programs.run_context import RunContext
 from signatures import MaybeSelectMoreReads, SelectMoreReads
 from signatures.schemas import grammar_config, select_reads_schema
 
 MAX_EXTRA_READS = 2
 
 
-class ExtraReads(dspy.Module):
-    """`optional=False`: F.3, the model must pick one or two titles; `optional=True`: F.4, it may pick none."""
+class ExtraReads(MethodProgram):
+    """`optional=False`: F.3, the model must pick one or two titles; `optional=True`: F.4, it may pick none.
+    `context`: the recorded run's decoding (eval/analyze/sources.py `run_lm`)."""
 
-    def __init__(self, optional: bool, answer_without_read: bool = False) -> None:
-        super().__init__()
+    acceptance = EXTRACT  # what it re-runs is EIR's final call, so it accepts as EIR does (its select call too)
+
+    def __init__(self, optional: bool, answer_without_read: bool = False, context: RunContext | None = None) -> None:
+        super().__init__(context)
         self.optional = optional
         self.answer_without_read = answer_without_read
         self.select = dspy.Predict(MaybeSelectMoreReads if optional else SelectMoreReads)
-        self.answer = AnswerFromEvidence()
+        self.answer = AnswerFromEvidence(self.context)
 
     def forward(self, question: str, evidence: EvidenceStore, pool: tuple[Paragraph, ...]) -> dspy.Prediction:
+        with dspy.context(adapter=self.adapter):
+            return self._select_and_answer(question, evidence, pool)
+
+    def _select_and_answer(self, question: str, evidence: EvidenceStore, pool: tuple[Paragraph, ...]) -> dspy.Prediction:
         unread = tuple(p.title for p in pool if p.title not in evidence.titles)
         if not unread:  # everything was read: there is nothing to choose, so no select call is made
             return self._after([], True, [], question, evidence)
-        config = grammar_config("select_reads", lambda: select_reads_schema(list(unread), self.optional))
+        config = grammar_config("select_reads", lambda: select_reads_schema(list(unread), self.optional),
+                                strict=self.context.strict)
         out = lm_call("select", self.select, question=question, evidence=evidence.render(),
                       unread_titles="\n".join(unread) or "(every paragraph has been read)", config=config,
                       on_unusable=None)

@@ -14,8 +14,10 @@ from eir_dspy.evidence import EvidenceStore
 from eir_dspy.paragraphs import Paragraph
 from programs import names
 from programs.eir import AnswerFromEvidence
+from programs.method_program import MethodProgram
 from programs.options import Options
 from programs.result import MethodResult
+from programs.run_context import RunContext
 from programs.token_bound import PoolTokens, Prompts, TokenBound
 from programs.trajectory_record import Trajectory
 
@@ -32,17 +34,19 @@ def max_tokens(budget: int, setting: str, options: Options, pool: PoolTokens, ca
     return TokenBound(prompts.call("answer.predict", question=pool.question, evidence=pool.pool), cap)
 
 
-class FullPool(dspy.Module):
+class FullPool(MethodProgram):
     acceptance = EXTRACT  # the paper is silent; its one call is EIR's final call, so it accepts as EIR does
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.answer = AnswerFromEvidence()
+    def __init__(self, context: RunContext | None = None) -> None:
+        """`context`: the run's (programs/run_context.py; the pool setting has no search)."""
+        super().__init__(context)
+        self.answer = AnswerFromEvidence(self.context)
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...]) -> MethodResult:
         pool = EvidenceStore()
         for p in paragraphs:
             pool.add_paragraph(p, turn=0)
-        final = self.answer(question=question, evidence=pool.render(), titles=list(pool.titles))
+        with dspy.context(adapter=self.adapter):  # its one call by Full Pool's rule
+            final = self.answer(question=question, evidence=pool.render(), titles=list(pool.titles))
         return MethodResult(answer=final.answer, citations=final.citations, evidence=pool,
                             trajectory=Trajectory(method=names.FULL_POOL, final_parsed=final.parsed))

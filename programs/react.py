@@ -36,10 +36,10 @@ def _corpus_action_schema(episode: Episode, plan: bool) -> dict:
 ACTION_SCHEMAS = {POOL: _pool_action_schema, CORPUS: _corpus_action_schema}
 
 
-def action_config(name: str, episode: Episode, plan: bool = True) -> dict:
-    """The decoding config of a ReAct-style action now (strict decoding: its grammar).
-    `plan`: the corpus turn's plan fields come first (False: SSR's refinement, which writes none)."""
-    return grammar_config(name, lambda: ACTION_SCHEMAS[episode.env.setting](episode, plan))
+def action_config(name: str, episode: Episode, plan: bool = True, *, strict: bool) -> dict:
+    """The decoding config of a ReAct-style action now (`strict`, the program's strict decoding: its
+    grammar). `plan`: the corpus turn's plan fields come first (False: SSR's refinement, which writes none)."""
+    return grammar_config(name, lambda: ACTION_SCHEMAS[episode.env.setting](episode, plan), strict=strict)
 
 
 def submit_problem(action: Action, episode: Episode) -> Rejection | None:
@@ -61,11 +61,13 @@ def submit_problem(action: Action, episode: Episode) -> Rejection | None:
 class DirectPolicy:
     """Direct's turn on the shared episode loop: EIR's inputs minus the lists in, a thought and an
     action out (corpus: plus the plan fields out and the two latest paragraphs in). `reflections`
-    (Reflexion's trials): the same turn with the reflections on earlier failed trials as one more input."""
+    (Reflexion's trials): the same turn with the reflections on earlier failed trials as one more input.
+    `strict`: the program decodes under strict grammars (its run context, programs/run_context.py)."""
 
-    def __init__(self, predict: dspy.Predict, reflections: str | None = None) -> None:
+    def __init__(self, predict: dspy.Predict, reflections: str | None = None, *, strict: bool) -> None:
         self.predict = predict
         self.reflections = reflections
+        self.strict = strict
 
     def inputs(self, episode: Episode) -> dict:
         extra = {} if self.reflections is None else {"reflections": self.reflections}
@@ -75,7 +77,8 @@ class DirectPolicy:
         return {"question": episode.question, **extra, **env.catalogue(), "last_result": env.last_result(episode)}
 
     def propose(self, episode: Episode) -> Proposal:
-        out = lm_call("action", self.predict, **self.inputs(episode), config=action_config("direct_turn", episode))
+        out = lm_call("action", self.predict, **self.inputs(episode),
+                      config=action_config("direct_turn", episode, strict=self.strict))
         return Proposal(to_action(out.action), reasoning=turn_reasoning(out))
 
     def check(self, action: Action, episode: Episode) -> Rejection | None:

@@ -24,10 +24,12 @@ from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.episode import Episode, run_episode
 from eir_dspy.paragraphs import Paragraph
 from programs import names
+from programs.method_program import MethodProgram
 from programs.options import POSITIVE_INT, Options, option
 from programs.react import DirectPolicy, episode_result, episode_trajectory
 from programs.result import MethodResult
-from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
+from programs.run_context import RunContext
+from programs.setting import CORPUS, DEFAULT_BUDGET, POOL, most_turns, new_environment, turn_limit
 from programs.token_bound import JOIN, PoolTokens, Prompts, TokenBound, echo, text_tokens, turn_texts
 from programs.trajectory import render_action, render_trajectory
 from programs.trajectory_record import Trajectory
@@ -89,11 +91,12 @@ def render_reflections(reflections: list[str]) -> str:
     return "\n".join(f"Attempt {i}: {r}" for i, r in enumerate(reflections, 1))
 
 
-class Reflexion(dspy.Module):
+class Reflexion(MethodProgram):
     acceptance = JSON_ONLY  # the paper: Reflexion requires JSON only, its reflections too
 
-    def __init__(self, budget: int = 6, trials: int = DEFAULT_TRIALS) -> None:
-        super().__init__()
+    def __init__(self, budget: int = DEFAULT_BUDGET, trials: int = DEFAULT_TRIALS, context: RunContext | None = None) -> None:
+        """`context`: the run's (programs/run_context.py)."""
+        super().__init__(context)
         ReflexionOptions(trials)  # checked
         self.budget = budget
         self.trials = trials
@@ -106,6 +109,11 @@ class Reflexion(dspy.Module):
                 oracle: Callable[[str], bool] | None = None) -> MethodResult:
         if oracle is None:
             raise TypeError("Reflexion needs oracle=<callable(answer) -> bool> to decide when a trial succeeded")
+        with dspy.context(adapter=self.adapter):  # every call, the reflections too, by Reflexion's rule
+            return self._trials(question, paragraphs, corpus, oracle)
+
+    def _trials(self, question: str, paragraphs: tuple[Paragraph, ...], corpus: CorpusIndex | None,
+                oracle: Callable[[str], bool]) -> MethodResult:
         reflections: list[str] = []
         episodes: list[Episode] = []
         log: list[dict] = []
@@ -113,8 +121,9 @@ class Reflexion(dspy.Module):
         t0 = time.perf_counter()
         for trial in range(1, self.trials + 1):
             # A fresh environment per trial: no earlier text, and in the corpus no earlier search results.
-            env = new_environment(paragraphs, corpus)
-            policy = DirectPolicy(self.turns[env.setting], reflections=render_reflections(reflections))
+            env = new_environment(paragraphs, corpus, futile_searches=self.context.futile_searches)
+            policy = DirectPolicy(self.turns[env.setting], reflections=render_reflections(reflections),
+                                  strict=self.context.strict)
             episode = run_episode(question, env, policy, self.budget, max_turns=turn_limit(corpus, self.budget))
             episodes.append(episode)
             result = episode_result(episode)
@@ -133,7 +142,7 @@ class Reflexion(dspy.Module):
                             variants={names.REFLEXION_FIRST: first})
 
     def _reflect(self, question: str, episode: Episode) -> str:
-        config = grammar_config("reflect", reflect_schema)
+        config = grammar_config("reflect", reflect_schema, strict=self.context.strict)
         # The failed trial's paragraphs: its pool's titles, or what its searches found.
         out = lm_call("reflect", self.reflect, question=question, titles=episode.env.render_known(),
                       trajectory=render_trajectory(episode), config=config, on_unusable=None)

@@ -7,11 +7,12 @@ MethodResult (programs/result.py) the harness reads (eval.runs.execute calls the
 `inputs` and `result`, so a failed question's traceback starts at the program).
 
 Adding a method is one program file plus one entry below:
-- the program file holds the dspy.Module, whose `forward(question, paragraphs=(), corpus=None)`
-  (plus `oracle=` when it needs one) returns a MethodResult and whose class attribute `acceptance`
-  is its parse rule (eir_dspy/acceptance.py reads it while the method calls the LM); its options
-  dataclass (a subclass of programs.options.Options, checked as it is made; the program takes its
-  fields as keyword arguments, and `budget` unless `budgeted=False`); `max_calls(budget,
+- the program file holds the program, a programs.method_program.MethodProgram, whose
+  `forward(question, paragraphs=(), corpus=None)` (plus `oracle=` when it needs one) returns a
+  MethodResult under its own adapter, and whose class attribute `acceptance` is its parse rule
+  (eir_dspy/acceptance.py: the adapter it builds applies it); its options dataclass (a subclass of
+  programs.options.Options, checked as it is made; the program takes its fields as keyword
+  arguments, `budget` unless `budgeted=False`, and the run's `context`, programs/run_context.py); `max_calls(budget,
   setting, options)`, its call bound read off its code; and `max_tokens(budget, setting, options, pool,
   cap, prompts)`, its token bound read off its code (programs/token_bound.py);
 - the entry, added to METHODS.
@@ -29,8 +30,10 @@ import dspy
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.paragraphs import Paragraph
 from programs import direct, eir, full_pool, names, reflexion, ssr
+from programs.method_program import MethodProgram
 from programs.options import Options, positive_int
 from programs.result import MethodResult
+from programs.run_context import RunContext
 from programs.setting import CORPUS, POOL, SETTINGS
 from programs.token_bound import BOUNDED_SETTINGS, PoolTokens, Prompts, TokenBound
 
@@ -41,7 +44,7 @@ DEFAULT_TRIALS = reflexion.DEFAULT_TRIALS
 @dataclass(frozen=True)
 class Method:
     name: str  # the --method value, and the `method` of its trajectories (programs/names.py)
-    program: type[dspy.Module]
+    program: type[MethodProgram]
     options: type[Options]
     max_calls_rule: Callable[[int, str, Options], int]  # the program file's `max_calls`
     # the program file's `max_tokens`: (budget, setting, options, pool, cap, prompts) -> TokenBound, in BOUNDED_SETTINGS
@@ -78,13 +81,15 @@ class Method:
         made = options if isinstance(options, self.options) else self.options.of(self.name, dict(options or {}))
         return made.resolved(setting) if setting is not None else made
 
-    def build(self, budget: int, options: Mapping | Options | None = None) -> dspy.Module:
-        """The method's program with these options, reading at most `budget`. An option not given, or
-        left unresolved (None), takes the program's own default."""
+    def build(self, budget: int, options: Mapping | Options | None = None,
+              context: RunContext | None = None) -> MethodProgram:
+        """The method's program with these options, reading at most `budget`, in the run's `context`
+        (its decoding and futile-search rule; None: `RunContext()`). An option not given, or left
+        unresolved (None), takes the program's own default."""
         kwargs = {k: v for k, v in self.make_options(options).as_dict().items() if v is not None}
         if self.budgeted:
             kwargs["budget"] = budget
-        return self.program(**kwargs)
+        return self.program(**kwargs, context=context)
 
     def inputs(self, *, paragraphs: tuple[Paragraph, ...] = (), corpus: CorpusIndex | None = None,
                oracle: Callable[[str], bool] | None = None) -> dict:

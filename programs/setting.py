@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dspy
-
 from eir_dspy.corpus_environment import DEFAULT_FUTILE_SEARCHES, FUTILE_SEARCHES, TURNS, CorpusEnvironment
 from eir_dspy.corpus_index import CorpusIndex
 from eir_dspy.environment import PoolEnvironment
@@ -17,16 +15,14 @@ FIXED_TURNS = {CORPUS: TURNS}  # a setting's own turn count per trial; the pool 
 
 
 def new_environment(paragraphs: tuple[Paragraph, ...], corpus: CorpusIndex | None, *,
-                    futile_searches: str | None = None) -> Environment:
+                    futile_searches: str = DEFAULT_FUTILE_SEARCHES) -> Environment:
     """A fresh environment for one trial: nothing read (and nothing found) yet.
 
     `futile_searches` (corpus only; eir_dspy.corpus_environment): "run", the paper's H.1 (a search
     repeating an earlier one's indexed terms, or with no indexed word, runs and costs its turn), or
-    "reject", the project's earlier rule. None: the run's rule, which eval.run sets for every method
-    alike as a DSPy setting (`dspy.context(futile_searches=...)`, as DSPy carries the adapter),
-    else the paper's. The pool setting has no search; it checks the value only."""
-    if futile_searches is None:
-        futile_searches = dspy.settings.get("futile_searches") or DEFAULT_FUTILE_SEARCHES
+    "reject", the project's earlier rule. A program passes its run context's (programs/run_context.py),
+    which eval.run builds from the run's config for every method alike. The pool setting has no
+    search; it checks the value only."""
     if futile_searches not in FUTILE_SEARCHES:
         raise ValueError(f"futile_searches must be one of {', '.join(FUTILE_SEARCHES)}, not {futile_searches!r}")
     if corpus is not None:

@@ -32,10 +32,12 @@ from eir_dspy.episode import Action, Episode, Proposal, action_problem, run_epis
 from eir_dspy.paragraphs import Paragraph
 from eir_dspy.turns import to_action
 from programs import names
+from programs.method_program import MethodProgram
 from programs.options import NUMBER, POSITIVE_INT, Options, option
 from programs.react import DirectPolicy, action_config, episode_result, episode_trajectory, submit_problem
 from programs.result import MethodResult
-from programs.setting import CORPUS, POOL, most_turns, new_environment, turn_limit
+from programs.run_context import RunContext
+from programs.setting import CORPUS, DEFAULT_BUDGET, POOL, most_turns, new_environment, turn_limit
 from programs.ssr_voting import Judgment, StepVote, step_to_refine
 from programs.token_bound import JOIN, PoolTokens, Prompts, TokenBound, echo, longest_note, text_tokens, turn_texts
 from programs.trajectory import render_action
@@ -156,7 +158,7 @@ class SSRCalls:
 
 class SSRPolicy(DirectPolicy):
     def __init__(self, program: SSR, calls: SSRCalls) -> None:
-        super().__init__(calls.turn)
+        super().__init__(calls.turn, strict=program.context.strict)
         self.program = program
         self.calls = calls
         self.log: list[dict] = []
@@ -198,10 +200,12 @@ class SSRPolicy(DirectPolicy):
     def _decompose(self, episode: Episode, seen: dict, proposal: Proposal):
         text = f"Thought: {proposal.reasoning or '-'}\nAction: {render_action(proposal.action)}"
         return lm_call("decompose", self.calls.decompose, question=episode.question, **seen,
-                       proposal=text, config=grammar_config("decompose", decompose_schema), on_unusable=None)
+                       proposal=text, config=grammar_config("decompose", decompose_schema, strict=self.strict),
+                       on_unusable=None)
 
     def _judge(self, episode: Episode, seen: dict, steps_text: str, step: str, vote: int) -> Judgment:
-        config = {"temperature": self.program.verifier_temperature, **grammar_config("verify", verify_schema)}
+        config = {"temperature": self.program.verifier_temperature,
+                  **grammar_config("verify", verify_schema, strict=self.strict)}
         if self.program.verifier_temperature > 0:
             # Distinct rollout ids (and seeds) make the votes independent samples, not one cached answer.
             config.update(rollout_id=vote, seed=vote)
@@ -216,19 +220,20 @@ class SSRPolicy(DirectPolicy):
     def _refine(self, episode: Episode, seen: dict, steps_text: str, chosen: StepVote) -> Proposal | None:
         out = lm_call("refine", self.calls.refine, question=episode.question, **seen, **episode.env.catalogue(),
                       turns_left=turns_left(episode), steps=steps_text, step=chosen.step,
-                      correction=chosen.agreed.correction, config=action_config("refine", episode, plan=False),
-                      on_unusable=None)
+                      correction=chosen.agreed.correction,
+                      config=action_config("refine", episode, plan=False, strict=self.strict), on_unusable=None)
         if out is None:
             return None
         return Proposal(to_action(out.action), reasoning=out.thought.strip())
 
 
-class SSR(dspy.Module):
+class SSR(MethodProgram):
     acceptance = JSON_ONLY  # the paper is silent; SSR proposes as Direct does, so all its calls are JSON only
 
-    def __init__(self, budget: int = 6, verifier_temperature: float = VERIFIER_TEMPERATURE[POOL],
-                 votes: int = DEFAULT_VOTES) -> None:
-        super().__init__()
+    def __init__(self, budget: int = DEFAULT_BUDGET, verifier_temperature: float = VERIFIER_TEMPERATURE[POOL],
+                 votes: int = DEFAULT_VOTES, context: RunContext | None = None) -> None:
+        """`context`: the run's (programs/run_context.py)."""
+        super().__init__(context)
         SSROptions(verifier_temperature, votes)  # checked
         self.budget = budget
         self.verifier_temperature = verifier_temperature
@@ -253,8 +258,9 @@ class SSR(dspy.Module):
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = (),
                 corpus: CorpusIndex | None = None) -> MethodResult:
-        env = new_environment(paragraphs, corpus)
+        env = new_environment(paragraphs, corpus, futile_searches=self.context.futile_searches)
         policy = SSRPolicy(self, self.calls[env.setting])
-        episode = run_episode(question, env, policy, self.budget, max_turns=turn_limit(corpus, self.budget))
+        with dspy.context(adapter=self.adapter):  # every call, the verifiers' too, by SSR's rule
+            episode = run_episode(question, env, policy, self.budget, max_turns=turn_limit(corpus, self.budget))
         return MethodResult(**episode_result(episode),
                             trajectory=Trajectory(method=names.SSR, **episode_trajectory(episode), ssr=policy.log))

@@ -7,7 +7,6 @@ become enums of the titles that are really there, lists and strings get small ca
 
 from __future__ import annotations
 
-from eir_dspy.lm.decoding import strict_grammar
 from signatures.search_turns import PLAN_FIELDS
 
 _TEXT = {"type": "string", "maxLength": 200}
@@ -127,13 +126,14 @@ def select_reads_schema(unread_titles: list[str], optional: bool) -> dict:
             "required": ["titles"]}
 
 
-def grammar_config(name: str, build_schema) -> dict:
-    """LM kwargs that constrain decoding to `build_schema()` under `--decoding strict`, else none
-    (the adapter then sends the signature's schema, or nothing: eir_dspy/lm/decoding.py).
+def grammar_config(name: str, build_schema, *, strict: bool) -> dict:
+    """LM kwargs that constrain decoding to `build_schema()` when `strict` (the program's run context
+    decodes under `--decoding strict`: programs/run_context.py), else none (the adapter then sends the
+    signature's schema, or nothing: eir_dspy/lm/decoding.py).
 
     The schema is built only when it will be used.
     """
-    return response_format(name, build_schema()) if strict_grammar() else {}
+    return response_format(name, build_schema()) if strict else {}
 
 
 def response_format(name: str, schema: dict) -> dict:

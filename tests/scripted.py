@@ -62,15 +62,14 @@ def use_lm(monkeypatch, replies) -> dspy.LM:
     return lm
 
 
-def run_program(program, question, paragraphs, replies, decoding: str = "free"):
-    """Run a method on a scripted LM with the project's adapter in one decoding mode;
-    returns (prediction, ledger, engine)."""
+def run_program(program, question, paragraphs, replies):
+    """Run a method on a scripted LM; the program decodes by its own run context and accepts by its
+    own rule (programs/method_program.py). Returns (prediction, ledger, engine)."""
     from eir_dspy.accounting import Ledger, recording
-    from eir_dspy.lm import DecodingAdapter
 
     lm = scripted_lm(replies)
     ledger = Ledger()
-    with dspy.context(lm=lm, adapter=DecodingAdapter(decoding)), recording(ledger):
+    with dspy.context(lm=lm), recording(ledger):
         pred = program(question=question, paragraphs=paragraphs)
     return pred, ledger, lm.engine
 

@@ -21,9 +21,11 @@ from eval.runs.errors import RunError
 from eval.runs.flags import run_config
 from eval.scoring import health
 from programs.eir import AnswerFromEvidence
+from programs.method_program import MethodProgram
 from programs.options import POSITIVE_INT, Options, option
 from programs.registry import METHODS, Method
 from programs.result import MethodResult
+from programs.run_context import RunContext
 from programs.setting import POOL
 from programs.token_bound import TokenBound
 from programs.trajectory_record import Trajectory
@@ -50,21 +52,22 @@ def max_tokens(budget, setting, options, pool, cap, prompts) -> TokenBound:
     return TokenBound(options.passes * one, options.passes * cap)
 
 
-class Echo(dspy.Module):
+class Echo(MethodProgram):
     """Full Pool's one call, made `passes` times."""
     acceptance = EXTRACT
 
-    def __init__(self, passes: int = 1) -> None:
-        super().__init__()
+    def __init__(self, passes: int = 1, context: RunContext | None = None) -> None:
+        super().__init__(context)
         self.passes = passes
-        self.answer = AnswerFromEvidence()
+        self.answer = AnswerFromEvidence(self.context)
 
     def forward(self, question: str, paragraphs: tuple[Paragraph, ...] = ()) -> MethodResult:
         pool = EvidenceStore()
         for p in paragraphs:
             pool.add_paragraph(p, turn=0)
-        for _ in range(self.passes):
-            final = self.answer(question=question, evidence=pool.render(), titles=list(pool.titles))
+        with dspy.context(adapter=self.adapter):
+            for _ in range(self.passes):
+                final = self.answer(question=question, evidence=pool.render(), titles=list(pool.titles))
         return MethodResult(answer=final.answer, citations=final.citations, evidence=pool,
                             trajectory=Trajectory(method=ECHO, final_parsed=final.parsed))
 

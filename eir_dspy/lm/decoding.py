@@ -9,9 +9,10 @@ response_format each request carries.
 - `free`: no response_format at all; JSON by the prompt alone, as the paper's Haiku runs.
 
 The mode is an adapter setting because DSPy's adapters already own the signature-to-request
-step (JSONAdapter chooses a response_format per call); programs ask `strict_grammar()` whether
-to build their per-call schema. The adapter also applies the calling method's acceptance rule
-(eir_dspy/acceptance.py) before JSONAdapter reads the fields.
+step (JSONAdapter chooses a response_format per call). A program is given the mode in its run
+context (programs/run_context.py), builds its own adapter from it once, and decides from the same
+context whether to build its per-call schema. The adapter also applies the method's acceptance
+rule (eir_dspy/acceptance.py), given to it when it is made, before JSONAdapter reads the fields.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import pydantic
 from dspy.adapters.json_adapter import _get_structured_outputs_response_format
 from dspy.utils.exceptions import AdapterParseError
 
-from eir_dspy.acceptance import JSON_ONLY, REPAIR_LIMIT, NotAnObject, current_acceptance, json_only_problem, read_object
+from eir_dspy.acceptance import ACCEPTANCES, EXTRACT, JSON_ONLY, REPAIR_LIMIT, NotAnObject, json_only_problem, read_object
 from eir_dspy.state import LIST_UPDATE_TYPES, read_updates
 
 DECODINGS = ("strict", "schema", "free")
@@ -40,13 +41,17 @@ PER_SIGNATURE_LIMIT = 256  # signatures whose system message and response model 
 
 
 class DecodingAdapter(dspy.JSONAdapter):
-    """JSONAdapter whose response_format follows one decoding mode for every LM."""
+    """JSONAdapter whose response_format follows one decoding mode for every LM, and which accepts
+    an output by one acceptance rule (eir_dspy/acceptance.py: `extract` unless given)."""
 
-    def __init__(self, decoding: str, **kwargs) -> None:
+    def __init__(self, decoding: str, acceptance: str = EXTRACT, **kwargs) -> None:
         if decoding not in DECODINGS:
             raise ValueError(f"decoding must be one of {', '.join(DECODINGS)}; got {decoding!r}")
+        if acceptance not in ACCEPTANCES:
+            raise ValueError(f"acceptance must be one of {', '.join(ACCEPTANCES)}; got {acceptance!r}")
         super().__init__(**kwargs)
         self.decoding = decoding
+        self.acceptance = acceptance
         # What JSONAdapter derives from a signature alone, anew on every call (pydantic JSON schemas of every
         # field for the system message, a response model and its schema for the response_format): ~9 ms of
         # CPU a call on this 2-core machine. Kept here per signature; the text and schema sent are the same.
@@ -75,7 +80,7 @@ class DecodingAdapter(dspy.JSONAdapter):
         return value
 
     def parse(self, signature, completion):
-        if current_acceptance() == JSON_ONLY and (problem := json_only_problem(completion)):
+        if self.acceptance == JSON_ONLY and (problem := json_only_problem(completion)):
             raise RefusedOutput(type(self).__name__, signature, completion, *problem)
         lists = {name: f.annotation for name, f in signature.output_fields.items() if f.annotation in LIST_UPDATE_TYPES}
         # EIR's list updates are read as given here, then validated by eir_dspy.state, so that a malformed
@@ -169,7 +174,7 @@ def _unvalidated(signature, names: tuple[str, ...]):
 
 
 class RefusedOutput(AdapterParseError):
-    """An output the calling method's acceptance rule refuses; `cause` and `detail` go to the ledger."""
+    """An output the adapter's acceptance rule (the method's) refuses; `cause` and `detail` go to the ledger."""
 
     def __init__(self, adapter_name: str, signature, completion: str, cause: str, detail: str) -> None:
         super().__init__(adapter_name, signature, completion, message=f"{cause}: {detail}")
@@ -193,8 +198,3 @@ def default_decoding(lm: dspy.LM, is_local: bool) -> str:
         return "schema" if lm.supports_response_schema else "free"
     except Exception:  # a provider DSPy has no capability data for
         return "free"
-
-
-def strict_grammar() -> bool:
-    """Whether the configured adapter wants the programs' per-call grammars."""
-    return getattr(dspy.settings.adapter, "decoding", None) == "strict"

@@ -12,6 +12,7 @@ from eval.analyze.report import Context, Report
 from eval.data.schema import Question
 from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
+from programs.run_context import RunContext
 
 NAME = "added-support"
 PAPER = "F.2, Table 16"
@@ -20,13 +21,13 @@ CALLS_LM = True
 TABLE = "table16_added_support.md"
 
 
-def added(record: QuestionRecord, q: Question) -> dict:
+def added(record: QuestionRecord, q: Question, run_context: RunContext) -> dict:
     evidence = EvidenceStore.from_rows(record.evidence)
     gold = set(record.gold_titles)
     for paragraph in q.paragraphs:
         if paragraph.title in gold and paragraph.title not in evidence.titles:
             evidence.add_paragraph(paragraph, turn=0)
-    return recovery.final_call(evidence, record.question)
+    return recovery.final_call(evidence, record.question, run_context)
 
 
 def analyze(runs: list[LoggedRun], context: Context, out: Path) -> Report:

@@ -15,6 +15,7 @@ from eval.files.question_record import QuestionRecord
 from eval.runs.logged_runs import LoggedRun
 from eval.scoring.formatting import markdown
 from programs.extra_reads import MAX_EXTRA_READS, ExtraReads
+from programs.run_context import RunContext
 
 NAME = "model-selected"
 PAPER = "F.3, Table 16"
@@ -30,9 +31,9 @@ KEEP_ANSWER = "recorded answer stands, no final call"
 def extra_reads(optional: bool, answer_without_read: bool):
     """A step's work: select, read, re-answer; with nothing read, the final call runs on the unchanged
     evidence (answer_without_read) or the recorded answer stands."""
-    program = ExtraReads(optional=optional, answer_without_read=answer_without_read)
 
-    def work(record: QuestionRecord, q: Question) -> dict:
+    def work(record: QuestionRecord, q: Question, run_context: RunContext) -> dict:
+        program = ExtraReads(optional=optional, answer_without_read=answer_without_read, context=run_context)
         out = program(question=record.question, evidence=EvidenceStore.from_rows(record.evidence),
                       pool=q.paragraphs)
         kept = {"selected": out.selected, "select_parsed": out.select_parsed, "read": out.read,

@@ -17,6 +17,7 @@ import mlflow
 
 from eir_dspy.accounting import Ledger, recording
 from eir_dspy.evidence import EvidenceStore
+from eir_dspy.lm import DecodingAdapter
 from eval.analyze.report import POOLED, Context, Report, pooled_run, run_cells
 from eval.analyze.sources import questions_of, run_lm
 from eval.compare.error_analysis import em_errors, missing_gold
@@ -30,10 +31,12 @@ from eval.scoring.formatting import fmt_p, interval, markdown, pct
 from eval.scoring.metrics import score_question
 from eval.scoring.stats import mcnemar_exact, paired_bootstrap, proportion
 from programs import names
-from programs.eir import AnswerFromEvidence
+from programs.eir import EIR, AnswerFromEvidence
+from programs.run_context import RunContext
 
-# A step's work on one question: (source record, its question) -> what to keep (answer, citations, ...).
-Work = Callable[[QuestionRecord, Question], dict]
+# A step's work on one question: (source record, its question, the run's context: programs/run_context.py)
+# -> what to keep (answer, citations, ...).
+Work = Callable[[QuestionRecord, Question, RunContext], dict]
 
 
 def answering_runs(runs: list[LoggedRun], report: Report) -> list[LoggedRun]:
@@ -66,15 +69,15 @@ def run_step(step: str, run: LoggedRun, records: list[QuestionRecord], work: Wor
     if not todo:
         return done
     questions = questions_of(run, context.data)
-    lm, adapter = run_lm(run, context.threads)
+    lm, run_context = run_lm(run, context.threads)
     print(f"{step}: {len(todo)} question(s) of {run.name} to run ({len(records) - len(todo)} already in {log.path})",
           file=sys.stderr)
 
     def one(record: QuestionRecord) -> dict:
         ledger = Ledger()
         try:
-            with dspy.context(lm=lm.copy(), adapter=adapter), recording(ledger):
-                kept = work(record, questions[record.id])
+            with dspy.context(lm=lm.copy()), recording(ledger):
+                kept = work(record, questions[record.id], run_context)
             return {"id": record.id, "step": step, **kept, "lm_calls": ledger.to_list(), "error": None}
         except Exception as exc:  # a provider error: not kept, so the next attempt retries it
             return {"id": record.id, "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__,
@@ -101,16 +104,19 @@ def run_step(step: str, run: LoggedRun, records: list[QuestionRecord], work: Wor
     return done
 
 
-def final_call(evidence: EvidenceStore, question: str) -> dict:
-    """EIR's final answer call, unchanged: same signature, evidence format and LM settings."""
-    out = AnswerFromEvidence()(question=question, evidence=evidence.render(), titles=list(evidence.titles))
+def final_call(evidence: EvidenceStore, question: str, run_context: RunContext) -> dict:
+    """EIR's final answer call, unchanged: same signature, evidence format, LM settings, decoding (the
+    run's `run_context`) and acceptance rule (EIR's)."""
+    with dspy.context(adapter=DecodingAdapter(run_context.decoding, acceptance=EIR.acceptance)):
+        out = AnswerFromEvidence(run_context)(question=question, evidence=evidence.render(),
+                                              titles=list(evidence.titles))
     return {"answer": out.answer, "citations": [list(c) for c in out.citations], "parsed": out.parsed,
             "evidence_titles": list(evidence.titles)}
 
 
-def control(record: QuestionRecord, q: Question) -> dict:
+def control(record: QuestionRecord, q: Question, run_context: RunContext) -> dict:
     """The final call rerun on the unchanged evidence, as a fresh model call."""
-    return final_call(EvidenceStore.from_rows(record.evidence), record.question)
+    return final_call(EvidenceStore.from_rows(record.evidence), record.question, run_context)
 
 
 def rescored(q: Question, entry: dict) -> dict:

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import dspy
 
-from eir_dspy.lm import DecodingAdapter, build_lm, server_build
+from eir_dspy.lm import build_lm, server_build
 from eval.data.loaders import DataError, load_file, resolve_data_file
 from eval.data.schema import Question
 from eval.runs.logged_runs import LoggedRun, SelectionError
+from programs.run_context import RunContext
 
 
 def questions_of(run: LoggedRun, data: str | None = None) -> dict[str, Question]:
@@ -43,10 +44,10 @@ def questions_of(run: LoggedRun, data: str | None = None) -> dict[str, Question]
     return by_id
 
 
-def run_lm(run: LoggedRun, threads: int = 1) -> tuple[dspy.LM, DecodingAdapter]:
-    """The run's LM and adapter, rebuilt from its config (model, path, endpoints, temperature, max
-    tokens, decoding, the embedded engine), with no response cache: every call an analysis makes is a
-    fresh model call.
+def run_lm(run: LoggedRun, threads: int = 1) -> tuple[dspy.LM, RunContext]:
+    """The run's LM, rebuilt from its config (model, path, endpoints, temperature, max tokens, the
+    embedded engine), with no response cache: every call an analysis makes is a fresh model call; and
+    the run context the analysis's programs are built with (the run's decoding; a run that logged none: free).
     `threads`: questions the analysis re-answers at once (the embedded server's slots)."""
     spec = run.config.lm.spec(threads)
     lm = build_lm(spec)
@@ -54,5 +55,5 @@ def run_lm(run: LoggedRun, threads: int = 1) -> tuple[dspy.LM, DecodingAdapter]:
     if now and then and now != then:  # the recorded trajectories and the new calls come from different builds
         print(f"warning: run {run.run_id} was served by {then.label}; this analysis's calls are served by "
               f"{now.label} (greedy outputs differ between builds: docs/lm.md, Engines)", file=sys.stderr)
-    return lm.copy(cache=False), DecodingAdapter(spec.decoding or "free")
+    return lm.copy(cache=False), RunContext(spec.decoding or "free")
 

@@ -31,6 +31,7 @@ from eval.runs.flags import positive_int
 from eval.scoring.run_metrics import summarize
 from programs import names
 from programs.registry import METHODS
+from programs.run_context import RunContext
 from programs.setting import DEFAULT_BUDGET
 
 SCORES = ("train+dev", "dev", "none")
@@ -106,9 +107,10 @@ def main(argv: list[str] | None = None) -> dict:
                         k=args.k, gepa_auto=args.gepa_auto,
                         gepa_max_metric_calls=args.gepa_max_metric_calls)
     options = options_for(args.method)  # as eval.run resolves them with no option flags (what --program checks)
+    context = RunContext(decoding)  # the pool setting's: the compile's questions run over their pools
 
     def fresh() -> dspy.Module:
-        return METHODS[args.method].build(args.budget, options)
+        return METHODS[args.method].build(args.budget, options, context)
 
     params = {"name": name, "method": args.method, "optimizer": args.optimizer, "demos": args.demos,
               "metric": args.metric, "dataset": args.dataset, "train_file": args.train, "dev_file": args.dev,

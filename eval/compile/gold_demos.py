@@ -15,6 +15,7 @@ from typing import Any
 import dspy
 import orjson
 
+from eir_dspy.acceptance import EXTRACT
 from eir_dspy.lm import DecodingAdapter
 from eval.compile.gold_scripts import (  # noqa: F401  (the skip reasons, re-exported for callers)
     FEW_DISTRACTORS,
@@ -94,12 +95,14 @@ def _plain(value):
 def _run(program, facts: GoldFacts, run: GoldRun) -> list | None:
     """Run the real program with the gold outputs in place of the model; its DSPy trace, or None when
     it did not take them as given."""
-    adapter = GoldAdapter(run.responses)
+    # The program's calls go through the gold script: its forward runs under its own adapter, so the
+    # script takes that adapter's place (with the method's acceptance rule, as the program built it).
+    adapter = program.adapter = GoldAdapter(run.responses, acceptance=program.acceptance)
     inputs = {"question": facts.question, "paragraphs": facts.paragraphs}
     if run.oracle is not None:
         inputs["oracle"] = run.oracle
     try:
-        with dspy.context(lm=dspy.LM("gold/none", engine=NoModel(), cache=False), adapter=adapter, trace=[]):
+        with dspy.context(lm=dspy.LM("gold/none", engine=NoModel(), cache=False), trace=[]):
             result = program(**inputs)
             trace = list(dspy.settings.trace)
     except OutOfStep as exc:
@@ -119,8 +122,8 @@ class GoldAdapter(DecodingAdapter):
     signature's output field names to its calls' outputs in order (a list), or to a function that
     gives each call's (a verifier that always accepts)."""
 
-    def __init__(self, responses: dict[tuple[str, ...], list[dict] | Callable[[], dict]]) -> None:
-        super().__init__("free")
+    def __init__(self, responses: dict[tuple[str, ...], list[dict] | Callable[[], dict]], acceptance: str = EXTRACT) -> None:
+        super().__init__("free", acceptance=acceptance)
         self.responses = {key: value if callable(value) else list(value) for key, value in responses.items()}
 
     @property

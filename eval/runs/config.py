@@ -29,6 +29,7 @@ from eval.runs.errors import RunError
 from programs import names
 from programs.options import OptionsError, positive_int
 from programs.registry import CORPUS_METHODS, METHODS
+from programs.run_context import RunContext
 from programs.setting import DEFAULT_BUDGET
 
 DEFAULT_MAX_TOKENS = 2048
@@ -40,8 +41,9 @@ DEFAULT_MAX_TOKENS = 2048
 @dataclass(frozen=True)
 class LMConfig:
     """The run's LM as its flags give it; `decoding` is the one carrier of --decoding (the engine's
-    grammar and the adapter both follow it). Tag keys: lm_model, lm_path, api_base, price_in,
-    price_out, temperature, max_tokens, decoding, request_timeout, engine, server_args."""
+    grammar follows it, and the program's adapter and grammars through `RunConfig.run_context`). Tag
+    keys: lm_model, lm_path, api_base, price_in, price_out, temperature, max_tokens, decoding,
+    request_timeout, engine, server_args."""
     model: str = DEFAULT_MODEL  # --lm: a local model key or any DSPy/LiteLLM model string
     path: str | None = None  # --lm-path: a local GGUF file
     api_base: tuple[str, ...] | None = None  # --api-base
@@ -187,6 +189,15 @@ class RunConfig:
         decoding, default = self.lm.decodings(lm)
         return replace(self, lm=replace(self.lm, decoding=decoding), lm_name=lm.model, default_decoding=default,
                        served_by=server_build(lm))
+
+    @property
+    def run_context(self) -> RunContext:
+        """What the run's program is built with (programs/run_context.py): the decoding it runs under
+        and its futile-search rule. The decoding must be resolved (`with_lm`), as a notebook's
+        `RunContext.for_lm(lm, spec)` resolves it."""
+        if self.lm.decoding is None:
+            raise ValueError("the run's decoding is not resolved yet: RunConfig.with_lm(lm) resolves it")
+        return RunContext(self.lm.decoding, self.futile_searches)
 
     def with_label(self, name: str) -> RunConfig:
         """Labelled as the program `name` (e.g. reflexion_oracle, or reflexion_first for Reflexion's

@@ -12,7 +12,7 @@ from pathlib import Path
 import dspy
 
 from eir_dspy.corpus_index import CorpusIndex, CorpusIndexError
-from eir_dspy.lm import DecodingAdapter, build_lm
+from eir_dspy.lm import build_lm
 from eir_dspy.lm.embedded_server import EngineError
 from eir_dspy.lm.engine_lock import EngineBusy
 from eir_dspy.lm.local_models import ModelFetchError
@@ -55,7 +55,7 @@ class Prepared:
 def prepare(config: RunConfig | None, held: ExitStack, *, experiment: str, out: str, resume: str | None,
             trace: bool, skip_bad_lines: bool) -> Prepared:
     """`config` (or, with `resume`, that run's own, in its own experiment, its lock entered on `held`)
-    ready to start; DSPy is configured with its LM and adapter, and autolog set for `trace`."""
+    ready to start; DSPy is configured with its LM, and autolog set for `trace`."""
     resumed = None
     if resume:
         resumed = load_resume(resume, experiment, held, skip_bad_lines)
@@ -72,7 +72,7 @@ def prepare(config: RunConfig | None, held: ExitStack, *, experiment: str, out: 
     if config.threads is None:  # chosen per LM and engine, so a resumed run keeps what it ran with
         config = replace(config, threads=config.lm.default_threads)
     lm, config = open_lm(config, len(questions), resumed and resumed.run_id)
-    dspy.configure(lm=lm, adapter=DecodingAdapter(config.lm.decoding))
+    dspy.configure(lm=lm)  # the program carries its own adapter, made from its run context (programs/run_context.py)
     traces.use_autolog(trace)  # off for a run that did not ask, whatever an earlier run in this process did
     program = build_program(config)
     config = config.with_label(METHODS[config.method].main_label)
@@ -155,7 +155,7 @@ def check_build(config: RunConfig, saved: EngineBuild | None, resume_id: str | N
 def build_program(config: RunConfig) -> dspy.Module:
     """The run's program: its method's, with the run's options, and a compiled program's state loaded."""
     method = METHODS[config.method]
-    program = method.build(config.budget, config.options)
+    program = method.build(config.budget, config.options, config.run_context)
     if config.program:
         load_compiled(program, config)
     return program

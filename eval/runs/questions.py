@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import dspy
 from tqdm import tqdm
 
 from eir_dspy.lm.embedded_server import stop_shared_server
@@ -35,8 +34,7 @@ def run_questions(prepared: Prepared, run_id: str, results: ResultsFile, *, trac
     part_started = time.time()
 
     def run_one(q):
-        with dspy.context(futile_searches=config.futile_searches):  # read by programs/setting.py
-            record = run_question(program, lm, q, corpus)
+        record = run_question(program, lm, q, corpus)
         record.update(part_started_at=part_started, finished_at=time.time(), run_id=run_id)
         if config.served_by:  # on the question's record and on each further result from the same calls
             for each in (record, *(record.get("variants") or {}).values()):

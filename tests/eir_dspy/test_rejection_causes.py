@@ -4,17 +4,15 @@ LM calls made when each turn's action ran, and the evidence sentences the answer
 The loop's rules with hand-written policies (no LM), then the methods on a scripted LM through
 eval.runs.execute.run_question, as eval.run records them."""
 
-import dspy
 import pytest
 
 from eir_dspy import rejection
 from eir_dspy.corpus_environment import READS, TURNS, CorpusEnvironment
 from eir_dspy.environment import PoolEnvironment
 from eir_dspy.episode import Action, Proposal, run_episode
-from eir_dspy.lm import DecodingAdapter
 from eval.data.schema import Question
 from eval.runs.execute import run_question
-from programs import EIR, Direct, Reflexion
+from programs import EIR, Direct, Reflexion, RunContext
 from tests.fixtures.corpus_turns import act as corpus_act
 from tests.fixtures.corpus_turns import eir_turn
 from tests.fixtures.policies import LETTERS, Scripted
@@ -35,8 +33,7 @@ def causes(turns) -> list:
 
 def record_of(program, replies, q=POOL_Q, corpus=None) -> tuple[dict, object]:
     lm = scripted_lm(replies)
-    with dspy.context(adapter=DecodingAdapter("free")):  # as eval.run configures it
-        record = run_question(program, lm, q, corpus)
+    record = run_question(program, lm, q, corpus)
     assert record["error"] is None, record["error_trace"]
     return record, lm.engine
 
@@ -159,14 +156,10 @@ def test_eir_that_reads_nothing_records_empty_evidence():
     assert record["evidence"] == [] and record["rejections_by_cause"] == {}
 
 
-def test_direct_in_the_corpus_records_unknown_id_repeated_and_empty_search(tiny_corpus, monkeypatch):
-    import functools
-
-    import programs.direct
-    # The rejecting rule is a named option (the paper's default runs both searches: test_corpus_environment.py).
-    monkeypatch.setattr(programs.direct, "new_environment",
-                        functools.partial(programs.direct.new_environment, futile_searches="reject"))
-    record, _ = record_of(Direct(), [
+def test_direct_in_the_corpus_records_unknown_id_repeated_and_empty_search(tiny_corpus):
+    # The rejecting rule is a named option of the run context (the paper's default runs both searches:
+    # test_corpus_environment.py); the program's environments follow it.
+    record, _ = record_of(Direct(context=RunContext(futile_searches="reject")), [
         corpus_act("read", pid="12"),  # not found by a search yet
         corpus_act("search", query="busan"),
         corpus_act("search", query="Busan"),  # repeated
@@ -226,8 +219,7 @@ def test_a_failed_question_records_no_evidence():
         raise RuntimeError("provider exploded")
 
     lm = scripted_lm(broken)
-    with dspy.context(adapter=DecodingAdapter("free")):
-        record = run_question(EIR(budget=2), lm, POOL_Q)
+    record = run_question(EIR(budget=2), lm, POOL_Q)
     assert record["error"] and record["evidence"] is None and record["rejections_by_cause"] == {}
 
 

@@ -1,6 +1,6 @@
 from eir_dspy import rejection
 from eir_dspy.paragraphs import Paragraph
-from programs import Direct
+from programs import Direct, RunContext
 from tests.fixtures.pool import POOL, Q
 from tests.scripted import act, field, run_program
 
@@ -8,7 +8,7 @@ BAND = "Tinted Windows (band)"
 
 
 def run(replies, budget=6, decoding="free"):
-    return run_program(Direct(budget=budget), Q, POOL, replies, decoding)
+    return run_program(Direct(budget=budget, context=RunContext(decoding)), Q, POOL, replies)
 
 
 def test_first_valid_submit_is_scored_and_later_replies_are_never_requested():

@@ -8,10 +8,9 @@ import re
 import dspy
 import pytest
 
-from eir_dspy.lm import DecodingAdapter
 from eir_dspy.paragraphs import Paragraph
 from eval.runs.execute import run_question
-from programs import EIR, Direct
+from programs import EIR, Direct, RunContext
 from signatures import (
     DecomposeProposal,
     DirectSearchTurn,
@@ -106,7 +105,8 @@ def test_corpus_prompt_shows_what_eirs_shows_after_the_same_actions(tiny_corpus)
 
 
 def test_strict_grammar_offers_only_unread_titles_to_read():
-    _, _, engine = run_program(Direct(budget=6), Q, POOL, [act("read", BAND), act("submit", answer="x")], "strict")
+    _, _, engine = run_program(Direct(budget=6, context=RunContext("strict")), Q, POOL,
+                               [act("read", BAND), act("submit", answer="x")])
     reads = [next(o for o in f["schema"]["properties"]["action"]["anyOf"] if o["properties"]["kind"] == {"const": "read"})
              for f in engine.formats]
     assert [r["properties"]["title"] for r in reads] == [{"enum": [ALBUM, BAND, ACT]}, {"enum": [ALBUM, ACT]}]
@@ -115,8 +115,7 @@ def test_strict_grammar_offers_only_unread_titles_to_read():
 def test_direct_still_submits_and_is_scored_as_eval_run_records_it():
     lm = scripted_lm([act("read", ALBUM), act("read", BAND),
                       act("submit", answer="Tulsa", citations=[(BAND, 1), (ALBUM, 0)])])
-    with dspy.context(adapter=DecodingAdapter("free")):
-        record = run_question(Direct(budget=6), lm, POOL_Q)
+    record = run_question(Direct(budget=6, context=RunContext("free")), lm, POOL_Q)
     assert record["error"] is None and record["prediction"] == "Tulsa"
     assert record["em"] == 1.0 and record["support_f1"] == 1.0  # the album's sentence, read two turns back, counts
 
@@ -161,7 +160,7 @@ def test_directs_corpus_turn_is_decoded_with_its_plan_fields(tiny_corpus):
     from eir_dspy.accounting import Ledger, recording
 
     lm = scripted_lm([corpus_act("search", query="busan"), corpus_act("submit", answer="Busan")])
-    with dspy.context(lm=lm, adapter=DecodingAdapter("strict")), recording(Ledger()):
-        Direct()(question=Q, corpus=tiny_corpus)
+    with dspy.context(lm=lm), recording(Ledger()):
+        Direct(context=RunContext("strict"))(question=Q, corpus=tiny_corpus)
     schemas_sent = [f["json_schema"]["schema"] if "json_schema" in f else f["schema"] for f in lm.engine.formats]
     assert [list(s["properties"]) for s in schemas_sent] == [["thought", *PLAN_FIELDS, "action"]] * 2

@@ -3,6 +3,7 @@ import json
 import pytest
 
 from programs.eir import EIR
+from programs.run_context import RunContext
 from tests.fixtures.pool import POOL, Q
 from tests.scripted import field, final, run_program, turn
 
@@ -12,7 +13,7 @@ CONC = {"id": None, "claim": "QQCLAIM first show in Tulsa", "status": "supported
 
 
 def run(replies, budget=6, decoding="free"):
-    return run_program(EIR(budget=budget), Q, POOL, replies, decoding)
+    return run_program(EIR(budget=budget, context=RunContext(decoding)), Q, POOL, replies)
 
 
 def test_final_answer_sees_only_question_and_evidence():
@@ -57,7 +58,7 @@ def test_turn_prompt_puts_stable_inputs_first_and_shows_how_to_cite_the_read_par
 
 
 def run_rejecting(replies, budget=6):
-    return run_program(EIR(budget=budget, invalid_updates="reject"), Q, POOL, replies, "free")
+    return run_program(EIR(budget=budget, invalid_updates="reject", context=RunContext("free")), Q, POOL, replies)
 
 
 def test_pool_an_invalid_citation_discards_the_updates_but_the_read_happens_and_the_next_result_says_so():

@@ -1,8 +1,7 @@
 import dspy
 
 from eir_dspy.accounting import Ledger, recording
-from eir_dspy.lm import DecodingAdapter
-from programs import FullPool
+from programs import FullPool, RunContext
 from tests.fixtures.pool import POOL, Q
 from tests.scripted import field, final, scripted_lm
 
@@ -10,8 +9,8 @@ from tests.scripted import field, final, scripted_lm
 def test_one_call_sees_every_paragraph_in_the_final_answer_format():
     lm = scripted_lm([final("Tulsa", [("Tinted Windows (band)", 1)])])
     ledger = Ledger()
-    with dspy.context(lm=lm, adapter=DecodingAdapter("strict")), recording(ledger):
-        pred = FullPool()(question=Q, paragraphs=POOL)
+    with dspy.context(lm=lm), recording(ledger):
+        pred = FullPool(context=RunContext("strict"))(question=Q, paragraphs=POOL)
     evidence = field(lm.engine.prompts[0], "evidence")
     assert evidence.startswith("## Tinted Windows (album)\n[0] Tinted Windows is the debut album")
     assert "## Act of Congress\n[0] Act of Congress is a group." in evidence

@@ -88,18 +88,17 @@ def check(record: dict, received: int, results: ResultsFile, label: str) -> list
 def run_plan(fuzzer: Fuzzer, plan, results: ResultsFile, corpus=None) -> tuple[list[str], int]:
     problems, questions = [], 0
     q = CORPUS_Q if corpus is not None else POOL_Q
-    with dspy.context(adapter=dspy.JSONAdapter()):  # as eval.run configures it
-        for method, options, n, profile in plan:
-            program = METHODS[method].build(2, options)
-            fuzzer.profile = profile
-            for i in range(n):
-                lm = scripted_lm(fuzzer)  # a fresh engine per question: its prompts die with it
-                before = fuzzer.calls
-                record = run_question(program, lm, q, corpus)
-                received = fuzzer.calls - before
-                assert received == len(lm.engine.prompts)
-                problems += check(record, received, results, f"{'corpus' if corpus else 'pool'}/{method} #{i}")
-                questions += 1
+    for method, options, n, profile in plan:
+        program = METHODS[method].build(2, options)
+        fuzzer.profile = profile
+        for i in range(n):
+            lm = scripted_lm(fuzzer)  # a fresh engine per question: its prompts die with it
+            before = fuzzer.calls
+            record = run_question(program, lm, q, corpus)
+            received = fuzzer.calls - before
+            assert received == len(lm.engine.prompts)
+            problems += check(record, received, results, f"{'corpus' if corpus else 'pool'}/{method} #{i}")
+            questions += 1
     return problems, questions
 
 

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from eir_dspy.lm import DecodingAdapter
 from eval.analyze import added_support, extra_retrieval, model_selected, recovery
 from eval.analyze.report import Context, Report
 from eval.runs.config import LMConfig, RunConfig
 from eval.runs.logged_runs import LoggedRun, SelectionError
+from programs.run_context import RunContext
 from tests.scripted import scripted_lm
 
 ANSWER = "Zanzibar"
@@ -72,7 +72,7 @@ class Model:
 @pytest.fixture
 def model(monkeypatch):
     holder = {"model": Model()}
-    monkeypatch.setattr(recovery, "run_lm", lambda run, threads=1: (scripted_lm(holder["model"]), DecodingAdapter("free")))
+    monkeypatch.setattr(recovery, "run_lm", lambda run, threads=1: (scripted_lm(holder["model"]), RunContext("free")))
     return holder
 
 
@@ -168,10 +168,10 @@ def test_the_rerun_lm_is_the_runs_own_without_a_response_cache():
     config = RunConfig(lm=LMConfig("openai/gpt-4.1-mini", temperature=0.3, max_tokens=777, decoding="schema"))
     run = LoggedRun(run_id="r", experiment_id="0", name="eir", variant="eir", dataset="hotpotqa",
                     lm="openai/gpt-4.1-mini", budget=6, start_time=0, metrics={}, records=(), config=config)
-    lm, adapter = run_lm(run)
+    lm, run_context = run_lm(run)
     assert lm.model == "openai/gpt-4.1-mini" and lm.cache is False  # a fresh model call, never a replay
     assert lm.kwargs["temperature"] == 0.3 and lm.kwargs["max_tokens"] == 777
-    assert adapter.decoding == "schema"
+    assert run_context == RunContext("schema")  # what the analysis's programs are built with
 
 
 def test_nothing_left_unread_makes_no_selection_call(tmp_path, model):

@@ -188,20 +188,27 @@ def test_eirs_list_update_rule_is_logged_resolved_and_named_only_off_the_papers_
         config("--method", "direct", "--invalid-updates", "reject")
 
 
-def test_the_corpus_search_rule_is_logged_named_off_the_paper_and_reaches_the_environment(tmp_path):
-    import dspy
-
+def test_the_corpus_search_rule_is_logged_named_off_the_paper_and_reaches_the_program(tmp_path):
     from eir_dspy.corpus_index import CorpusIndex
+    from programs.registry import METHODS
+    from programs.run_context import RunContext
     from programs.setting import new_environment
+    from tests.scripted import scripted_lm
 
     paper, old = config("--setting", "corpus"), config("--setting", "corpus", "--futile-searches", "reject")
     assert (paper.futile_searches, paper.variant) == ("run", "eir")
     assert (old.futile_searches, old.variant) == ("reject", "eir futile_searches=reject")
     assert RunConfig.from_tag(old.to_tag()) == old
     index = CorpusIndex.__new__(CorpusIndex)  # the environment only keeps a reference until it searches
-    assert new_environment((), index).futile_searches == "run"
-    with dspy.context(futile_searches="reject"):
-        assert new_environment((), index).futile_searches == "reject"
+    assert new_environment((), index).futile_searches == "run"  # the paper's, unless a program passes its own
+    with pytest.raises(ValueError, match="not resolved"):
+        old.run_context  # noqa: B018 - the decoding is resolved by the LM first
+    lm = scripted_lm([])
+    assert paper.with_lm(lm).run_context == RunContext("schema", "run")  # the embedded model's default decoding
+    assert old.with_lm(lm).run_context == RunContext("schema", "reject")
+    for method in ("eir", "direct", "ssr", "reflexion"):  # what eval.run builds (eval/runs/lifecycle.py)
+        program = METHODS[method].build(6, old.options if method == "eir" else {}, old.with_lm(lm).run_context)
+        assert program.context.futile_searches == "reject"
 
 
 def test_a_grid_cell_is_the_config_its_command_line_makes(tmp_path, monkeypatch):
