@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from programs.registry import METHODS
 from programs.trajectory_record import Trajectory
 
 SCORES = {"answer_f1", "em", "support_f1", "sp_em", "joint_em", "joint_f1"}  # eval.scoring.metrics.score_question's
@@ -79,6 +80,14 @@ class QuestionRecord(BaseModel):
     # The eval.run run that wrote this line (its MLflow run id), so a results file refuses another run's
     # lines; None in a variant nested in its record, and in records built in memory.
     run_id: str | None = None
+
+    @field_validator("trajectory")
+    @classmethod
+    def _registered(cls, trajectory: Trajectory | None) -> Trajectory | None:
+        """A trajectory names a method of the registry as it is when the record is read (one added later too)."""
+        if trajectory is not None and trajectory.method not in METHODS:
+            raise ValueError(f"unknown method {trajectory.method!r}; the registry's: {', '.join(METHODS)}")
+        return trajectory
 
     def scores(self) -> dict[str, float | None]:
         """The scores this record holds, by name: what eval.scoring.metrics' aggregates take."""

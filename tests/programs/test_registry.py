@@ -66,7 +66,7 @@ def test_options_name_what_is_wrong_and_which_method():
         METHODS["direct"].build(6, {"trials": 2})
     with pytest.raises(OptionsError, match="unknown ablation 'lists-off'; choose one of none, no-list-feedback"):
         METHODS["eir"].make_options({"ablation": "lists-off"})
-    with pytest.raises(OptionsError, match="invalid_updates must be one of discard, reject; got 'drop'"):
+    with pytest.raises(OptionsError, match="unknown invalid_updates 'drop'; choose one of discard, reject"):
         METHODS["eir"].make_options({"invalid_updates": "drop"})
     with pytest.raises(OptionsError, match="votes must be a positive integer, got 0"):
         METHODS["ssr"].make_options({"votes": 0})

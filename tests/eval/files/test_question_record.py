@@ -15,11 +15,14 @@ from programs.trajectory_record import Trajectory
 from tests.fixtures.question_records import record_of, without_method
 
 
-def test_a_trajectory_names_a_method_of_the_registry_as_it_is_when_read(monkeypatch):
-    with pytest.raises(pydantic.ValidationError, match="unknown method 'added_later'"):
-        Trajectory(method="added_later")
+def test_a_record_names_a_method_of_the_registry_as_it_is_when_read(monkeypatch):
+    row = {"id": "q1", "trajectory": {"method": "added_later", "turns": []}}
+    with pytest.raises(RecordError, match="trajectory: Value error, unknown method 'added_later'"):
+        read_record(row)
     monkeypatch.setitem(METHODS, "added_later", METHODS["direct"])  # no list of names to edit beside the registry
-    assert Trajectory(method="added_later").method == "added_later"
+    assert read_record(row).trajectory.method == "added_later"
+    with pytest.raises(pydantic.ValidationError):
+        Trajectory(method="")
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
@@ -75,7 +78,7 @@ def test_a_record_without_the_optional_fields_loads_with_them_unrecorded():
     ({"id": "q1", "em": "high"}, "em"),
     ({"id": "q1", "answer_f1": 1.0, "trajectroy": None}, "trajectroy"),  # an unknown key, not ignored
     ({"id": "q1", "trajectory": {"method": "eir", "turns": [], "notes": "free text"}}, "trajectory.notes"),
-    ({"id": "q1", "trajectory": {"method": "cot"}}, "trajectory.method"),
+    ({"id": "q1", "trajectory": {"method": "cot"}}, "trajectory"),  # no method of the registry
     ({"id": "q1", "trajectory": {"unknown": 1}}, "trajectory.method"),  # no method's keys: nothing to infer
 ])
 def test_a_bad_record_is_an_error_naming_the_field(row, named):
