@@ -5,7 +5,9 @@ flags, answers /health and /v1/chat/completions with tests.fake_openai.eir_reply
 faults the tests need:
 
 - FAKE_LLAMA_EXIT_AFTER=n: the process dies (exit code 3) on its n-th chat request, unanswered;
-- FAKE_LLAMA_REQUESTS=file: each chat request body is appended to this file as a JSON line.
+- FAKE_LLAMA_REQUESTS=file: each chat request body is appended to this file as a JSON line;
+- FAKE_LLAMA_INDENT_SCHEMA=1: a reply to a request carrying a response_format is laid out over lines
+  (indented JSON), as a model may write it under the server's own schema converter.
 
 Like llama-server it fails to start, saying "couldn't bind", when its port is taken. What build it
 is, the tests say in a build.json beside the path they start it by (eir_dspy/lm/server_program.py).
@@ -33,6 +35,7 @@ def main() -> None:
     args, _ = p.parse_known_args()
     exit_after = int(os.environ.get("FAKE_LLAMA_EXIT_AFTER") or 0)
     log = os.environ.get("FAKE_LLAMA_REQUESTS")
+    indent_schema = bool(os.environ.get("FAKE_LLAMA_INDENT_SCHEMA"))
     fake = FakeOpenAI(eir_reply)
     count = {"n": 0}
     lock = threading.Lock()
@@ -51,7 +54,10 @@ def main() -> None:
                 if exit_after and count["n"] >= exit_after:
                     print(f"fake llama-server: dying on request {count['n']}", flush=True)
                     os._exit(3)
-            self._send(*fake._respond(body, ""))
+            status, payload = fake._respond(body, "")
+            if indent_schema and "response_format" in body:
+                laid_out(payload)
+            self._send(status, payload)
 
         def _send(self, status, payload):
             data = json.dumps(payload).encode()
@@ -71,6 +77,15 @@ def main() -> None:
         sys.exit(1)
     print(f"fake llama-server listening on {args.port}", flush=True)
     server.serve_forever()
+
+
+def laid_out(payload: dict) -> None:
+    """The reply's JSON indented over lines, its completion tokens counted again (the fake counts words)."""
+    message = payload["choices"][0]["message"]
+    message["content"] = json.dumps(json.loads(message["content"]), indent=2)
+    usage = payload["usage"]
+    usage["completion_tokens"] = len(message["content"].split())
+    usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
 
 
 if __name__ == "__main__":
