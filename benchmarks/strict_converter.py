@@ -38,7 +38,7 @@ from statistics import mean
 
 import dspy
 
-from eir_dspy.lm import DecodingAdapter, build_lm
+from eir_dspy.lm import build_lm
 from eir_dspy.lm.embedded_server import stop_shared_server
 from eir_dspy.lm.local_models import DEFAULT_MODEL
 from eval.data.loaders import load_questions
@@ -46,6 +46,7 @@ from eval.runs.config import LMConfig, options_for
 from eval.runs.execute import run_question
 from eval.scoring.run_metrics import summarize
 from programs.registry import METHODS
+from programs.run_context import RunContext
 
 ARMS = {"one_line": True, "server": False}  # arm -> the engine's `one_line`
 DEFAULT_DATA = "hotpotqa/hotpot_dev_distractor.rpt_sample500_seed1.jsonl"  # dev questions, never the holdout
@@ -121,17 +122,15 @@ def run(args: argparse.Namespace, todo: list, path: Path) -> None:
     engine = lm.engine
     try:
         if not hasattr(engine, "one_line"):
-            raise SystemExit("this engine has no `one_line` switch: the hand-written converter (eir_dspy/lm/grammar.py) "
-                             "is retired on this branch, so the one_line arm cannot run here. Run the benchmark on "
-                             "branch i44-strict (same --out: the finished pairs are kept and summarized here)")
+            raise SystemExit(f"{engine!r} is not the embedded server's engine: only it sends strict's one-line grammar")
         if lm.cache:
             raise SystemExit("the embedded LM caches responses: the two arms would replay each other's calls")
-        program = METHODS[args.method].build(args.budget, options_for(args.method))
+        program = METHODS[args.method].build(args.budget, options_for(args.method), RunContext(decoding="strict"))
         served_by = engine.server.build.label
         kept_cache = dspy.cache
         dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
         try:
-            with dspy.context(lm=lm, adapter=DecodingAdapter("strict")), path.open("a") as f:
+            with dspy.context(lm=lm), path.open("a") as f:
                 for q, arm in todo:
                     engine.one_line, engine.trace = ARMS[arm], []
                     record = run_question(program, lm, q)
