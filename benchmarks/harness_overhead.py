@@ -27,7 +27,7 @@ Per cell it prints the calls (requests the server answered), wall seconds of `ma
 CPU (getrusage RUSAGE_SELF, user + sys, all threads) split into:
   import   `import eval.run` (and everything it pulls in)
   setup    main's own work before the questions (MLflow run set-up, data, program) and after them
-  loop     eval.runs.lifecycle's run_questions and score_and_log: the questions on the thread pool, then
+  loop     eval.runs' run_questions (questions.py) and score_and_log (report.py): the questions on the thread pool, then
            the run's results logged to MLflow (per-question tables, trajectories, the results file)
 and `loop ms/call` = loop CPU / calls. Across N it also prints the marginal CPU per call,
 (CPU(N2) - CPU(N1)) / (calls(N2) - calls(N1)) over the whole process, which needs no split.

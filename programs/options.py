@@ -12,7 +12,7 @@ order they are logged. A field whose default depends on the setting is None unti
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import MISSING, Field, asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields
 from typing import ClassVar
 
 POSITIVE_INT, NUMBER = "positive integer", "number"  # the kinds of value an option without choices takes
@@ -113,7 +113,3 @@ def check(f: Field, value) -> None:
         positive_int(f.name, value)
     elif not isinstance(value, (int, float)) or isinstance(value, bool):
         raise OptionsError(f"{f.name} must be a number, got {value!r}")
-
-
-def default_of(f: Field):
-    return None if f.default is MISSING else f.default

@@ -185,7 +185,11 @@ def method_options() -> dict[str, MethodOption]:
     found: dict[str, list] = {}
     for entry in METHODS.values():
         for f in entry.options.declared():
-            found.setdefault(f.name, [f, []])[1].append(entry.name)
+            first = found.setdefault(f.name, [f, []])
+            if (f.type, f.default, dict(f.metadata)) != (first[0].type, first[0].default, dict(first[0].metadata)):
+                raise TypeError(f"option {f.name!r} of method {entry.name} is declared otherwise by method "
+                                f"{first[1][0]}: one flag and one grid key cannot check both")
+            first[1].append(entry.name)
     return {name: MethodOption(f, tuple(methods)) for name, (f, methods) in found.items()}
 
 

@@ -167,11 +167,12 @@ def _field(action: argparse.Action) -> tuple:
 def flags_model() -> type[pydantic.BaseModel]:
     """`RunFlags` for the registry as it is now: every eval.run flag a config is made from (by argparse
     dest), typed, with the command line's default (made again only when a method option is added)."""
-    return _flags_model(tuple(method_options()))
+    return _flags_model(tuple((o.name, o.field.type, o.field.default, tuple(o.field.metadata.items()))
+                              for o in method_options().values()))
 
 
 @functools.lru_cache(maxsize=4)
-def _flags_model(options: tuple[str, ...]) -> type[pydantic.BaseModel]:
+def _flags_model(options: tuple) -> type[pydantic.BaseModel]:  # keyed by each option's declaration
     actions = [a for a in build_parser()._actions if a.dest != "help" and a.dest not in RESUME_ONLY]
     model = pydantic.create_model("RunFlags", __config__=pydantic.ConfigDict(extra="forbid", frozen=True),
                                   **{a.dest: _field(a) for a in actions})

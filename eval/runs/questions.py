@@ -53,8 +53,10 @@ def run_questions(prepared: Prepared, run_id: str, results: ResultsFile, *, trac
                        on_abort=lambda: (kill_now(), stop_shared_server()))
     finished = [done[q.id] for q in questions if q.id in done]
     if stop.interrupted:
-        report.interrupted(config, finished, len(questions), results.path, resume)
-        raise RunInterrupted
+        try:  # whatever printing the partial table does, the run ends KILLED (`ending`)
+            report.interrupted(config, finished, len(questions), results.path, resume)
+        finally:
+            raise RunInterrupted
     message = stop.message  # counted now: questions still running when the run was found failing included
     if message is None and len(finished) == len(questions) and all(r.get("error") is not None for r in finished):
         message = f"every question failed; the first with: {finished[0]['error']}"

@@ -106,8 +106,7 @@ def store_lock(uri: str):
     for a directory `mlruns`), so every spelling of one store's URI takes the same lock; the holder
     removes it as it lets go, so nothing is left behind (not in the temp directory either, where it
     once was: one file per store, for good). Nothing is locked for a remote store, or where a lock
-    file cannot be made (the store's directory does not exist or cannot be written: then it is as
-    before)."""
+    file cannot be made (the store's directory cannot be made or written: then it is as before)."""
     path = store_path(uri)
     fd = _lock_file(path.with_name(path.name + ".lock")) if path is not None else None
     try:
@@ -124,6 +123,8 @@ def _lock_file(lock: Path) -> int | None:
     opened. A holder unlinks the file before it closes it, so one that waited may wake holding a
     file no longer at `lock` (while a newcomer locks a new one there): it then opens `lock` again,
     until the file it holds is the one at `lock`."""
+    with contextlib.suppress(OSError):
+        lock.parent.mkdir(parents=True, exist_ok=True)  # a fresh nested store's directory: the store goes there anyway
     while True:
         try:
             fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o666)

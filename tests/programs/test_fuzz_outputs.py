@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 
-import dspy
 import pytest
 
 import eir_dspy.accounting.calls as accounting_calls
@@ -147,15 +146,13 @@ SUBMIT = '{"thought": "t", "action": {"kind": "submit", "title": "", "answer": "
 
 def test_a_lone_surrogate_in_an_output_does_not_fail_the_next_call():
     lm = scripted_lm([SURROGATE_THOUGHT, SUBMIT])
-    with dspy.context(adapter=dspy.JSONAdapter()):
-        record = run_question(METHODS["direct"].build(2), lm, POOL_Q)
+    record = run_question(METHODS["direct"].build(2), lm, POOL_Q)
     assert record["error"] is None, record["error"]
     assert record["calls"] == len(lm.engine.prompts) == 2
 
 
 def test_a_lone_surrogate_in_an_answer_does_not_break_the_results_file(tmp_path):
     lm = scripted_lm(['{"answer": "Tulsa \\ud800", "citations": []}'])
-    with dspy.context(adapter=dspy.JSONAdapter()):
-        record = run_question(METHODS["full_pool"].build(2), lm, POOL_Q)
+    record = run_question(METHODS["full_pool"].build(2), lm, POOL_Q)
     assert record["error"] is None
     ResultsFile(tmp_path / "results.jsonl").append(record)

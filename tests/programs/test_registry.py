@@ -8,12 +8,12 @@ import dspy
 import pytest
 
 from eir_dspy.acceptance import ACCEPTANCES
-from eir_dspy.lm import DecodingAdapter
 from eir_dspy.state import DISCARD, REJECT
 from programs import EIR, SSR, Direct, FullPool, Reflexion, names
 from programs.options import OptionsError
 from programs.registry import CORPUS_METHODS, METHODS, method_named, method_of
 from programs.result import MethodResult
+from programs.run_context import RunContext
 from programs.setting import SETTINGS
 from tests.fixtures.pool import POOL, Q
 from tests.scripted import scripted_lm
@@ -41,14 +41,14 @@ def test_the_labels_and_variants_each_method_reports():
 @pytest.mark.parametrize("name", list(METHODS))
 def test_each_program_returns_a_method_result_with_exactly_its_entrys_variants(name):
     entry = METHODS[name]
-    program = entry.build(1, {"trials": 2} if name == names.REFLEXION else {})
+    program = entry.build(1, {"trials": 2} if name == names.REFLEXION else {}, RunContext(decoding="free"))
     asked = []
 
     def oracle(answer):
         asked.append(answer)
         return False
 
-    with dspy.context(lm=scripted_lm(lambda prompt: UNREADABLE), adapter=DecodingAdapter("free")):
+    with dspy.context(lm=scripted_lm(lambda prompt: UNREADABLE)):
         result = entry.run(program, Q, paragraphs=POOL, oracle=oracle)
     assert isinstance(result, MethodResult) and result.answer == "" and result.trajectory.method == name
     assert tuple(result.variants) == entry.variants

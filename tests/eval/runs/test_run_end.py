@@ -59,3 +59,18 @@ def test_a_crash_while_logging_the_results_ends_the_run_failed_with_no_reason(wo
     (run,) = mlflow.search_runs(experiment_names=["test"], output_format="list")
     assert run.info.status == "FAILED" and tracking.FAILURE_TAG not in run.data.tags
     assert mlflow.active_run() is None
+
+
+def test_a_ctrl_c_whose_partial_table_fails_to_print_still_ends_killed_with_exit_130(workdir, monkeypatch):
+    import eval.runs.report as report
+
+    def broken(*args, **kwargs):
+        raise OSError("stderr closed")
+
+    monkeypatch.setattr(report, "interrupted", broken)
+    use_lm(monkeypatch, lambda prompt: reply(prompt, interrupt_on="Fort Ban"))
+    with pytest.raises(SystemExit) as stopped:
+        run_module.main(ARGS)
+    assert stopped.value.code == 130
+    [run] = mlflow.search_runs(experiment_names=["test"], output_format="list")
+    assert run.info.status == "KILLED"
