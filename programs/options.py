@@ -58,7 +58,7 @@ class Options:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
+        return tuple(f.name for f in cls.declared())
 
     @classmethod
     def declared(cls) -> tuple[Field, ...]:
@@ -93,12 +93,17 @@ class Options:
             if how != ALWAYS and value == getattr(defaults, f.name):
                 continue
             shown = f"{value:g}" if isinstance(value, float) else str(value)
-            (bare if how == BARE else named).append(shown if how == BARE else f"{f.metadata['short'] or f.name}={shown}")
+            if how == BARE:
+                bare.append(shown)
+            else:
+                named.append(f"{f.metadata['short'] or f.name}={shown}")
         return bare, named
 
-    def shaping(self) -> dict:
-        """The options that decide which predictors the program holds (what a compiled program must match)."""
-        return {f.name: getattr(self, f.name) for f in self.declared() if f.metadata["shapes_program"]}
+    @classmethod
+    def judging(cls) -> tuple[str, ...]:
+        """The options that change how outputs are judged, not which predictors the program holds: a
+        compiled program need not match them."""
+        return tuple(f.name for f in cls.declared() if not f.metadata["shapes_program"])
 
 
 def check(f: Field, value) -> None:

@@ -5,6 +5,7 @@ reruns the final call on the unchanged evidence (docs/methods.md, Fidelity 7a).
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from eir_dspy.evidence import EvidenceStore
@@ -28,12 +29,18 @@ NO_READ = "final call on the unchanged evidence"
 KEEP_ANSWER = "recorded answer stands, no final call"
 
 
+@functools.cache
+def _program(optional: bool, answer_without_read: bool, run_context: RunContext) -> ExtraReads:
+    """One ExtraReads for a step's questions (its adapter made once), shared as eval.run shares one program."""
+    return ExtraReads(optional=optional, answer_without_read=answer_without_read, context=run_context)
+
+
 def extra_reads(optional: bool, answer_without_read: bool):
     """A step's work: select, read, re-answer; with nothing read, the final call runs on the unchanged
     evidence (answer_without_read) or the recorded answer stands."""
 
     def work(record: QuestionRecord, q: Question, run_context: RunContext) -> dict:
-        program = ExtraReads(optional=optional, answer_without_read=answer_without_read, context=run_context)
+        program = _program(optional, answer_without_read, run_context)
         out = program(question=record.question, evidence=EvidenceStore.from_rows(record.evidence),
                       pool=q.paragraphs)
         kept = {"selected": out.selected, "select_parsed": out.select_parsed, "read": out.read,

@@ -5,6 +5,7 @@ docs/experiments.md, "Analyses of recorded runs", Model calls) and the tables th
 
 from __future__ import annotations
 
+import functools
 import sys
 import traceback
 from collections import Counter
@@ -107,11 +108,18 @@ def run_step(step: str, run: LoggedRun, records: list[QuestionRecord], work: Wor
 def final_call(evidence: EvidenceStore, question: str, run_context: RunContext) -> dict:
     """EIR's final answer call, unchanged: same signature, evidence format, LM settings, decoding (the
     run's `run_context`) and acceptance rule (EIR's)."""
-    with dspy.context(adapter=DecodingAdapter(run_context.decoding, acceptance=EIR.acceptance)):
-        out = AnswerFromEvidence(run_context)(question=question, evidence=evidence.render(),
-                                              titles=list(evidence.titles))
+    adapter, answer = _final_call(run_context)
+    with dspy.context(adapter=adapter):
+        out = answer(question=question, evidence=evidence.render(), titles=list(evidence.titles))
     return {"answer": out.answer, "citations": [list(c) for c in out.citations], "parsed": out.parsed,
             "evidence_titles": list(evidence.titles)}
+
+
+@functools.cache
+def _final_call(run_context: RunContext) -> tuple[DecodingAdapter, AnswerFromEvidence]:
+    """EIR's adapter and final-answer module for the run's context, made once (as a program makes its
+    own: programs/method_program.py) and shared by every question, as eval.run shares one program."""
+    return DecodingAdapter(run_context.decoding, acceptance=EIR.acceptance), AnswerFromEvidence(run_context)
 
 
 def control(record: QuestionRecord, q: Question, run_context: RunContext) -> dict:

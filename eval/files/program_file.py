@@ -62,8 +62,7 @@ def check_fits(meta: dict, path: str | Path, method: str, options: dict) -> None
     if meta["method"] != method:
         raise ProgramFileError(f"--program {path} was compiled for --method {meta['method']}, not {method}")
     # An option that changes how outputs are judged, not which predictors the program holds, may differ.
-    shaping = set(METHODS[method].make_options(options).shaping())
-    judging = set(METHODS[method].options.names()) - shaping
+    judging = METHODS[method].options.judging()
     theirs = {k: v for k, v in meta.get("options", {}).items() if k not in judging}
     options = {k: v for k, v in options.items() if k not in judging}
     if theirs != options:

@@ -322,12 +322,12 @@ def _key(grid: Grid, flags: dict, given: dict, config: RunConfig) -> str:
     key = {name: given[name] for name in ("method", "dataset", "lm", "budget", "limit", "seed")} | {"rules": RULES}
     if grid.data.get(config.dataset) is not None:
         key["data"] = grid.data[config.dataset]
-    defaults = options_for(config.method, config.setting)
+    defaults, flag_default = options_for(config.method, config.setting), flag_defaults()
     for name in flags:
         if name in defaults:  # a method option
             if config.options[name] != defaults[name]:  # validated: the method takes it
                 key[name] = config.options[name]
-        elif name not in NOT_IN_KEY and given[name] != flag_defaults()[name]:
+        elif name not in NOT_IN_KEY and given[name] != flag_default[name]:
             key[name] = given[name]
     if grid.paper and config.setting == "corpus":  # load_grid refuses any other corpus: a demo run is never this cell
         key["corpus"] = FULL
